@@ -1,0 +1,125 @@
+//! How `require` reads a feature name: which extensions it will try, and the canonical
+//! relative path it will open (`Kernel#require` expands `a//b`, `a/./b`, `a/../a/b` textually
+//! against each load-path entry before opening).
+
+use crate::scan::Kind;
+
+/// Which files a feature name can match, following `load.c`'s `search_required`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// No known extension: `.rb` in any entry, then the native extension in any entry.
+    /// (`foo.txt` and `foo.bundle` on Linux are bare: Ruby tries `foo.txt.rb`, `foo.txt.so`.)
+    Bare,
+    /// `foo.rb`: only a Ruby file.
+    Rb,
+    /// `foo.so`, `foo.o` or `foo.<DLEXT>`: only the native extension.
+    Ext,
+}
+
+/// A feature parsed for lookup: the canonical stem (relative path without extension).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Query {
+    /// Canonical relative path without the extension (`a//b/../c.rb` gives `a/c`).
+    pub stem: Vec<u8>,
+    /// Which extensions apply.
+    pub want: Want,
+}
+
+impl Query {
+    /// Parses a feature as `require` would see it. `None` for what the index never answers:
+    /// absolute paths, `~`, `./` and `../` (resolved against the cwd or home, not the load
+    /// path), NUL bytes (Ruby raises), and `..` climbing above the entry.
+    pub fn parse(feature: &[u8], dlext: &[u8]) -> Option<Query> {
+        match feature {
+            [] | [b'/', ..] | [b'~', ..] | [b'.', b'/', ..] | [b'.', b'.', b'/', ..] => return None,
+            _ if feature.contains(&0) => return None,
+            _ => {}
+        }
+        let (base, want) = match feature.iter().rposition(|&c| c == b'.') {
+            Some(dot) if !feature[dot..].contains(&b'/') => {
+                let ext = &feature[dot + 1..];
+                if ext == b"rb" {
+                    (&feature[..dot], Want::Rb)
+                } else if ext == b"so" || ext == b"o" || ext == dlext {
+                    (&feature[..dot], Want::Ext)
+                } else {
+                    (feature, Want::Bare)
+                }
+            }
+            _ => (feature, Want::Bare),
+        };
+        Some(Query { stem: canonical(base)?, want })
+    }
+}
+
+/// Canonical form of `base`, given that an extension will be appended to its last component:
+/// every component but the last is folded (`""` and `.` dropped, `..` pops); the last one is
+/// kept as is (`foo/` + `.rb` names a file called `.rb`).
+fn canonical(base: &[u8]) -> Option<Vec<u8>> {
+    let (dirs, last) = match base.iter().rposition(|&c| c == b'/') {
+        Some(i) => (&base[..i], &base[i + 1..]),
+        None => return Some(base.to_vec()),
+    };
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for part in dirs.split(|&c| c == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    let mut stem = Vec::with_capacity(base.len());
+    for p in parts {
+        stem.extend_from_slice(p);
+        stem.push(b'/');
+    }
+    stem.extend_from_slice(last);
+    Some(stem)
+}
+
+/// The file name suffix for a kind, with its dot.
+pub fn suffix(kind: Kind, dlext: &[u8]) -> Vec<u8> {
+    match kind {
+        Kind::Rb => b".rb".to_vec(),
+        Kind::Ext => [b".", dlext].concat(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(f: &str) -> Option<(String, Want)> {
+        Query::parse(f.as_bytes(), b"so").map(|q| (String::from_utf8(q.stem).unwrap(), q.want))
+    }
+
+    #[test]
+    fn extensions_follow_search_required() {
+        assert_eq!(q("foo"), Some(("foo".into(), Want::Bare)));
+        assert_eq!(q("foo.rb"), Some(("foo".into(), Want::Rb)));
+        assert_eq!(q("foo.so"), Some(("foo".into(), Want::Ext)));
+        assert_eq!(q("foo.o"), Some(("foo".into(), Want::Ext)));
+        assert_eq!(q("foo.bundle"), Some(("foo.bundle".into(), Want::Bare)));
+        assert_eq!(q("foo.txt"), Some(("foo.txt".into(), Want::Bare)));
+        assert_eq!(q("a.d/foo"), Some(("a.d/foo".into(), Want::Bare)));
+    }
+
+    #[test]
+    fn non_canonical_spellings_fold_textually() {
+        assert_eq!(q("a//b"), Some(("a/b".into(), Want::Bare)));
+        assert_eq!(q("a/./b.rb"), Some(("a/b".into(), Want::Rb)));
+        assert_eq!(q("a/../a/b"), Some(("a/b".into(), Want::Bare)));
+        assert_eq!(q("foo/"), Some(("foo/".into(), Want::Bare)));
+        assert_eq!(q("a/../../b"), None);
+    }
+
+    #[test]
+    fn paths_outside_the_load_path_are_not_answered() {
+        for f in ["/abs", "./x", "../x", "~/x", "~x", "", "a\0b"] {
+            assert_eq!(q(f), None, "{f:?}");
+        }
+        assert_eq!(q(".x"), Some((".x".into(), Want::Bare)));
+    }
+}

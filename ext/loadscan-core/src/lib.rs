@@ -1,0 +1,22 @@
+//! The core of loadscan: scan `$LOAD_PATH` entries once and answer, for any feature, which file
+//! Ruby's `require` would load — with Ruby's own precedence, and an honest "don't know" where a
+//! scan could not see everything. No Ruby is needed: `cargo test` covers it all.
+//!
+//! ```no_run
+//! use loadscan_core::{scan::{scan_roots, ScanOptions}, index::{Index, Resolution}};
+//! use std::path::PathBuf;
+//!
+//! let order = vec![PathBuf::from("/app/lib"), PathBuf::from("/usr/lib/ruby/3.1.0")];
+//! let mut index = Index::new(b"so");
+//! for listing in scan_roots(&index.unknown_roots(&order), &ScanOptions::default()) {
+//!     index.add(listing);
+//! }
+//! index.set_order(&order);
+//! if let Resolution::Found { root, stem, kind } = index.lookup(b"json") {
+//!     println!("{}", String::from_utf8_lossy(&index.path_of(root, &stem, kind)));
+//! }
+//! ```
+#![deny(missing_docs)]
+
+pub mod index;
+pub mod scan;

@@ -1,0 +1,141 @@
+//! What a scan of one load-path entry produces.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// The two kinds of file `require` can load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// A Ruby source file, `*.rb`.
+    Rb,
+    /// A native extension, `*.<DLEXT>` (`.so` on Linux, `.bundle` on macOS).
+    Ext,
+}
+
+/// Identity and change stamp of a directory, read with one `fstat` on the open directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct DirStamp {
+    /// Device number.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Modification time in nanoseconds since the epoch.
+    pub mtime_ns: i64,
+    /// Size as `stat` reports it (changes with the entry table on most file systems).
+    pub size: u64,
+}
+
+/// A directory that was listed, relative to the scanned root (`""` is the root itself).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirRecord {
+    /// Path relative to the root, `/`-separated, no leading or trailing slash.
+    pub rel: Vec<u8>,
+    /// Its stamp at the time it was read.
+    pub stamp: DirStamp,
+}
+
+/// A loadable file: its path relative to the root without the extension, and its kind.
+///
+/// `lib/foo/bar.rb` under root `lib` is `FileEntry { stem: b"foo/bar", kind: Kind::Rb }`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FileEntry {
+    /// Relative path without the extension.
+    pub stem: Vec<u8>,
+    /// Which extension it had.
+    pub kind: Kind,
+}
+
+/// How the root of a scan turned out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RootState {
+    /// A directory that was listed (possibly with blind spots).
+    Dir,
+    /// Nothing exists at that path: `require` finds nothing there either.
+    Missing,
+    /// Something that is not a directory (a file): `require` finds nothing under it.
+    NotDir,
+}
+
+/// Why part of a tree was not listed, or a name was left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// A symlink points back to a directory on its own path.
+    Loop,
+    /// A symlink whose target does not exist (or is a loop of links).
+    Dangling,
+    /// The directory (or a symlink's target) could not be read.
+    Unreadable,
+    /// Skipped on purpose (dot-directories, `node_modules`).
+    Skipped,
+    /// Deeper than the depth cap, or the root had more files or directories than the caps.
+    TooLarge,
+    /// The directory vanished or changed type while it was being scanned.
+    Vanished,
+}
+
+/// Something the scanner noticed and worked around. Carries the path and the I/O error.
+#[derive(Debug)]
+pub struct ScanProblem {
+    /// What happened.
+    pub kind: ProblemKind,
+    /// The absolute path concerned.
+    pub path: PathBuf,
+    /// The underlying error, where there was one.
+    pub error: Option<io::Error>,
+}
+
+impl fmt::Display for ScanProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            ProblemKind::Loop => "symlink loop, not followed",
+            ProblemKind::Dangling => "dangling symlink, ignored",
+            ProblemKind::Unreadable => "unreadable, left to Ruby's require",
+            ProblemKind::Skipped => "skipped, left to Ruby's require",
+            ProblemKind::TooLarge => "too deep or too large, left to Ruby's require",
+            ProblemKind::Vanished => "changed during the scan, left to Ruby's require",
+        };
+        write!(f, "{}: {}", self.path.display(), what)?;
+        if let Some(e) = &self.error {
+            write!(f, " ({e})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Everything one scan of a load-path entry found.
+///
+/// A *blind spot* is a directory (relative to the root) whose contents are not fully known:
+/// a feature below it may exist without being listed, so lookups below it must be answered by
+/// Ruby itself. `""` means the whole root.
+#[derive(Debug)]
+pub struct Listing {
+    /// The absolute directory that was scanned.
+    pub root: PathBuf,
+    /// What the root turned out to be.
+    pub state: RootState,
+    /// Loadable files, sorted by stem then kind.
+    pub files: Vec<FileEntry>,
+    /// Directories listed, sorted by relative path (for revalidation).
+    pub dirs: Vec<DirRecord>,
+    /// Directories whose contents are not fully known, sorted.
+    pub blind: Vec<Vec<u8>>,
+    /// What was worked around, in no particular order.
+    pub problems: Vec<ScanProblem>,
+}
+
+impl Listing {
+    /// An empty listing for `root` in the given state.
+    pub fn empty(root: PathBuf, state: RootState) -> Self {
+        Listing { root, state, files: Vec::new(), dirs: Vec::new(), blind: Vec::new(), problems: Vec::new() }
+    }
+
+    /// Puts files, dirs and blind spots in canonical order (scans in parallel finish in any order).
+    pub(crate) fn normalize(&mut self) {
+        self.files.sort_unstable();
+        self.files.dedup();
+        self.dirs.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
+        self.blind.sort_unstable();
+        self.blind.dedup();
+    }
+}

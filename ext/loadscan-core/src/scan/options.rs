@@ -1,0 +1,53 @@
+//! What a scan looks for and how far it goes.
+
+/// Options of a scan. `ScanOptions::default()` is what `require` on Linux needs.
+#[derive(Clone, Debug)]
+pub struct ScanOptions {
+    /// The native extension's suffix without the dot (`RbConfig::CONFIG["DLEXT"]`).
+    pub dlext: Vec<u8>,
+    /// Skip directories whose name starts with a dot (`.git`): they become blind spots.
+    pub skip_dot_dirs: bool,
+    /// Directory names never descended into (they become blind spots).
+    pub skip_dirs: Vec<Vec<u8>>,
+    /// Deepest directory level listed below a root.
+    pub max_depth: usize,
+    /// Most directories listed under one root before the whole root is left to Ruby.
+    pub max_dirs: usize,
+    /// Most loadable files kept for one root before the whole root is left to Ruby.
+    pub max_files: usize,
+    /// Worker threads for a scan (1 means the calling thread alone).
+    pub threads: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            dlext: if cfg!(target_os = "macos") { b"bundle".to_vec() } else { b"so".to_vec() },
+            skip_dot_dirs: true,
+            skip_dirs: vec![b"node_modules".to_vec()],
+            max_depth: 48,
+            max_dirs: 100_000,
+            max_files: 1_000_000,
+            threads: std::thread::available_parallelism().map(|n| n.get().min(8)).unwrap_or(1),
+        }
+    }
+}
+
+impl ScanOptions {
+    /// The kind of a file name by its extension, and the length of the stem.
+    pub(crate) fn classify(&self, name: &[u8]) -> Option<(super::Kind, usize)> {
+        if let Some(stem) = name.strip_suffix(b".rb") {
+            return Some((super::Kind::Rb, stem.len()));
+        }
+        let dl = &self.dlext;
+        if name.len() > dl.len() && name.ends_with(dl) && name[name.len() - dl.len() - 1] == b'.' {
+            return Some((super::Kind::Ext, name.len() - dl.len() - 1));
+        }
+        None
+    }
+
+    /// Whether a directory of this name is skipped.
+    pub(crate) fn skips(&self, name: &[u8]) -> bool {
+        (self.skip_dot_dirs && name.first() == Some(&b'.')) || self.skip_dirs.iter().any(|s| s == name)
+    }
+}

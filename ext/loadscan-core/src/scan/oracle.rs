@@ -1,0 +1,117 @@
+//! The serial oracle: the simplest correct walker, with a `stat` per entry through `std::fs`.
+//! Slow on purpose and independent of `readdir.rs`/`walk.rs`; every test case checks the fast
+//! walker against it.
+
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use super::listing::{DirRecord, DirStamp, FileEntry, Listing, ProblemKind, RootState, ScanProblem};
+use super::options::ScanOptions;
+
+/// Scans one root serially with `stat` per entry.
+pub fn scan_serial(root: &Path, opts: &ScanOptions) -> Listing {
+    let mut listing = Listing::empty(root.to_path_buf(), RootState::Dir);
+    match std::fs::metadata(root) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => listing.state = RootState::Missing,
+        Ok(md) if !md.is_dir() => listing.state = RootState::NotDir,
+        _ => {
+            let mut dirs = 0;
+            visit(root, Vec::new(), 0, &mut Vec::new(), opts, &mut listing, &mut dirs);
+        }
+    }
+    if listing.files.len() > opts.max_files {
+        listing.files.clear();
+        listing.blind.push(Vec::new());
+    }
+    if listing.blind.iter().any(|b| b.is_empty()) {
+        listing.blind.retain(|b| b.is_empty());
+    }
+    listing.normalize();
+    listing
+}
+
+fn rel_join(rel: &[u8], name: &[u8]) -> Vec<u8> {
+    if rel.is_empty() {
+        name.to_vec()
+    } else {
+        [rel, b"/", name].concat()
+    }
+}
+
+fn visit(
+    dir: &Path,
+    rel: Vec<u8>,
+    depth: usize,
+    ancestors: &mut Vec<(u64, u64)>,
+    opts: &ScanOptions,
+    out: &mut Listing,
+    dirs: &mut usize,
+) {
+    *dirs += 1;
+    if *dirs > opts.max_dirs {
+        out.blind.push(Vec::new());
+        return;
+    }
+    let md = match std::fs::metadata(dir) {
+        Ok(md) => md,
+        Err(e) => {
+            out.blind.push(rel);
+            out.problems.push(ScanProblem { kind: ProblemKind::Unreadable, path: dir.to_path_buf(), error: Some(e) });
+            return;
+        }
+    };
+    let id = (md.dev(), md.ino());
+    if ancestors.contains(&id) {
+        out.blind.push(rel);
+        return;
+    }
+    let entries = match std::fs::read_dir(dir).and_then(|it| it.collect::<io::Result<Vec<_>>>()) {
+        Ok(entries) => entries,
+        Err(e) => {
+            out.blind.push(rel);
+            out.problems.push(ScanProblem { kind: ProblemKind::Unreadable, path: dir.to_path_buf(), error: Some(e) });
+            return;
+        }
+    };
+    out.dirs.push(DirRecord {
+        rel: rel.clone(),
+        stamp: DirStamp { dev: md.dev(), ino: md.ino(), mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(), size: md.size() },
+    });
+    let mut subdirs: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    for entry in entries {
+        let name = entry.file_name();
+        let name = name.as_bytes();
+        let path = entry.path();
+        let md = match std::fs::metadata(&path) {
+            Ok(md) => md,
+            Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(40) => continue, // dangling / ELOOP
+            Err(_) => {
+                out.blind.push(rel_join(&rel, name));
+                continue;
+            }
+        };
+        let ft = md.file_type();
+        if ft.is_dir() {
+            if opts.skips(name) {
+                out.blind.push(rel_join(&rel, name));
+            } else {
+                subdirs.push((path, rel_join(&rel, name)));
+            }
+        } else if ft.is_file() || ft.is_fifo() || ft.is_char_device() {
+            if let Some((kind, stem_len)) = opts.classify(name) {
+                out.files.push(FileEntry { stem: rel_join(&rel, &name[..stem_len]), kind });
+            }
+        }
+    }
+    if depth >= opts.max_depth {
+        out.blind.extend(subdirs.into_iter().map(|(_, r)| r));
+        return;
+    }
+    ancestors.push(id);
+    for (path, sub) in subdirs {
+        visit(&path, sub, depth + 1, ancestors, opts, out, dirs);
+    }
+    ancestors.pop();
+}

@@ -1,0 +1,119 @@
+//! Reading one directory: names with the file type `readdir` reports (`d_type`), so no `stat`
+//! is paid per entry. Only symlinks and entries of unknown type cost one `stat` (following the
+//! link), as `require`'s own `open` would follow it.
+//!
+//! On Linux this is `rustix::fs::RawDir`: `getdents64` into one stack buffer, no allocation per
+//! entry. Elsewhere `std::fs::read_dir`, whose `DirEntry::file_type` also comes from `d_type`.
+
+use std::io;
+use std::path::Path;
+
+use super::listing::DirStamp;
+
+/// What a directory entry is, after following a symlink.
+#[derive(Debug)]
+pub(crate) enum Found {
+    /// A directory (or a symlink to one).
+    Dir,
+    /// Something `require` can open and load: a regular file, or a fifo / character device
+    /// (Ruby's `rb_file_load_ok` accepts those too).
+    File,
+    /// Something `require` cannot load (socket, block device).
+    Ignore,
+    /// A symlink whose target is missing or is a loop of links.
+    Dangling(io::Error),
+    /// A symlink (or entry of unknown type) that could not be `stat`ed for another reason.
+    Unknown(io::Error),
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use super::*;
+    use rustix::fs::{fstat, openat, statat, AtFlags, FileType, Mode, OFlags, RawDir, CWD};
+    use std::mem::MaybeUninit;
+
+    fn from_type(t: FileType) -> Found {
+        match t {
+            FileType::Directory => Found::Dir,
+            FileType::RegularFile | FileType::Fifo | FileType::CharacterDevice => Found::File,
+            _ => Found::Ignore,
+        }
+    }
+
+    pub(crate) fn list(path: &Path, mut visit: impl FnMut(&[u8], Found)) -> io::Result<DirStamp> {
+        let fd = openat(CWD, path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+        let st = fstat(&fd)?;
+        let stamp = DirStamp {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            mtime_ns: (st.st_mtime as i64) * 1_000_000_000 + st.st_mtime_nsec as i64,
+            size: st.st_size as u64,
+        };
+        let mut buf = [MaybeUninit::<u8>::uninit(); 32 * 1024];
+        let mut dir = RawDir::new(&fd, &mut buf);
+        while let Some(entry) = dir.next() {
+            let entry = entry?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let found = match entry.file_type() {
+                FileType::Symlink | FileType::Unknown => match statat(&fd, entry.file_name(), AtFlags::empty()) {
+                    Ok(st) => from_type(FileType::from_raw_mode(st.st_mode)),
+                    Err(e) if e == rustix::io::Errno::NOENT || e == rustix::io::Errno::LOOP => Found::Dangling(e.into()),
+                    Err(e) => Found::Unknown(e.into()),
+                },
+                t => from_type(t),
+            };
+            visit(name, found);
+        }
+        Ok(stamp)
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+
+    fn from_type(t: std::fs::FileType) -> Found {
+        if t.is_dir() {
+            Found::Dir
+        } else if t.is_file() || t.is_fifo() || t.is_char_device() {
+            Found::File
+        } else {
+            Found::Ignore
+        }
+    }
+
+    pub(crate) fn list(path: &Path, mut visit: impl FnMut(&[u8], Found)) -> io::Result<DirStamp> {
+        let md = std::fs::metadata(path)?;
+        if !md.is_dir() {
+            return Err(io::Error::from_raw_os_error(20)); // ENOTDIR
+        }
+        let stamp = DirStamp {
+            dev: md.dev(),
+            ino: md.ino(),
+            mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
+            size: md.size(),
+        };
+        for entry in std::fs::read_dir(path)? {
+            let entry = entry?;
+            let t = entry.file_type()?;
+            let found = if t.is_symlink() {
+                match std::fs::metadata(entry.path()) {
+                    Ok(md) => from_type(md.file_type()),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Found::Dangling(e),
+                    Err(e) => Found::Unknown(e),
+                }
+            } else {
+                from_type(t)
+            };
+            visit(entry.file_name().as_bytes(), found);
+        }
+        Ok(stamp)
+    }
+}
+
+pub(crate) use imp::list;

@@ -1,0 +1,243 @@
+//! The walker: lists every directory below a set of roots, in parallel.
+//!
+//! Work items are directories, so one huge gem is split across threads as well as many small
+//! ones. Threads are scoped to one call (`std::thread::scope`): nothing outlives a scan, which
+//! matters because Ruby servers fork after boot.
+//!
+//! Loops are cut by checking each directory's `(dev, ino)` against the directories on its own
+//! path (its ancestors), not against every directory seen: a symlink that leads to a directory
+//! listed elsewhere is listed again under its own name, because `require` would find files
+//! through it under that name. A cut loop becomes a blind spot.
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use super::listing::{DirRecord, FileEntry, Listing, ProblemKind, RootState, ScanProblem};
+use super::options::ScanOptions;
+use super::readdir::{list, Found};
+
+/// One directory to list.
+struct Job {
+    root: usize,
+    rel: Vec<u8>,
+    depth: usize,
+    /// `(dev, ino)` of the directories from the root down to the parent.
+    ancestors: Vec<(u64, u64)>,
+}
+
+/// What listing one directory gave.
+struct Output {
+    root: usize,
+    dir: Option<DirRecord>,
+    files: Vec<FileEntry>,
+    blind: Vec<Vec<u8>>,
+    problems: Vec<ScanProblem>,
+    state: Option<RootState>,
+}
+
+fn join(root: &Path, rel: &[u8]) -> PathBuf {
+    if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(OsStr::from_bytes(rel))
+    }
+}
+
+fn child_rel(rel: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(rel.len() + 1 + name.len());
+    if !rel.is_empty() {
+        v.extend_from_slice(rel);
+        v.push(b'/');
+    }
+    v.extend_from_slice(name);
+    v
+}
+
+struct Walk<'a> {
+    roots: &'a [PathBuf],
+    opts: &'a ScanOptions,
+    dirs_seen: Vec<AtomicUsize>,
+}
+
+impl Walk<'_> {
+    /// Lists one directory; returns its output and the subdirectories to list next.
+    fn run(&self, job: Job) -> (Output, Vec<Job>) {
+        let root = &self.roots[job.root];
+        let path = join(root, &job.rel);
+        let mut out = Output { root: job.root, dir: None, files: Vec::new(), blind: Vec::new(), problems: Vec::new(), state: None };
+        let mut subdirs: Vec<Vec<u8>> = Vec::new();
+        let problem = |kind, path: PathBuf, error: Option<io::Error>| ScanProblem { kind, path, error };
+
+        if self.dirs_seen[job.root].fetch_add(1, Ordering::Relaxed) >= self.opts.max_dirs {
+            out.blind.push(Vec::new());
+            out.problems.push(problem(ProblemKind::TooLarge, root.clone(), None));
+            return (out, Vec::new());
+        }
+        let result = list(&path, |name, found| match found {
+            Found::Dir => {
+                if self.opts.skips(name) {
+                    out.blind.push(child_rel(&job.rel, name));
+                } else {
+                    subdirs.push(child_rel(&job.rel, name));
+                }
+            }
+            Found::File => {
+                if let Some((kind, stem_len)) = self.opts.classify(name) {
+                    out.files.push(FileEntry { stem: child_rel(&job.rel, &name[..stem_len]), kind });
+                }
+            }
+            Found::Ignore => {}
+            Found::Dangling(e) => {
+                out.problems.push(problem(ProblemKind::Dangling, path.join(OsStr::from_bytes(name)), Some(e)));
+            }
+            Found::Unknown(e) => {
+                out.blind.push(child_rel(&job.rel, name));
+                out.problems.push(problem(ProblemKind::Unreadable, path.join(OsStr::from_bytes(name)), Some(e)));
+            }
+        });
+        let stamp = match result {
+            Ok(stamp) => stamp,
+            Err(e) => {
+                let top = job.rel.is_empty();
+                match e.raw_os_error() {
+                    Some(2) if top => out.state = Some(RootState::Missing), // ENOENT
+                    Some(20) if top => out.state = Some(RootState::NotDir), // ENOTDIR
+                    errno => {
+                        // Whatever was gathered before the error is kept (it exists); the rest
+                        // of the directory is unknown.
+                        let kind = if matches!(errno, Some(2) | Some(20)) { ProblemKind::Vanished } else { ProblemKind::Unreadable };
+                        out.blind.push(job.rel.clone());
+                        out.problems.push(problem(kind, path, Some(e)));
+                        if top {
+                            out.state = Some(RootState::Dir);
+                        }
+                    }
+                }
+                return (out, Vec::new());
+            }
+        };
+        if job.rel.is_empty() {
+            out.state = Some(RootState::Dir);
+        }
+        let id = (stamp.dev, stamp.ino);
+        if job.ancestors.contains(&id) {
+            out.files.clear();
+            out.blind.push(job.rel.clone());
+            out.problems.push(problem(ProblemKind::Loop, path, None));
+            return (out, Vec::new());
+        }
+        out.dir = Some(DirRecord { rel: job.rel.clone(), stamp });
+        let mut jobs = Vec::with_capacity(subdirs.len());
+        if job.depth >= self.opts.max_depth {
+            if !subdirs.is_empty() {
+                out.problems.push(problem(ProblemKind::TooLarge, path, None));
+                out.blind.extend(subdirs);
+            }
+        } else {
+            for rel in subdirs {
+                let mut ancestors = Vec::with_capacity(job.ancestors.len() + 1);
+                ancestors.extend_from_slice(&job.ancestors);
+                ancestors.push(id);
+                jobs.push(Job { root: job.root, rel, depth: job.depth + 1, ancestors });
+            }
+        }
+        (out, jobs)
+    }
+}
+
+/// The queue shared by the workers: pending jobs and how many are being worked on.
+struct Queue {
+    jobs: Vec<Job>,
+    busy: usize,
+}
+
+/// Scans every root and returns one listing per root, in the same order.
+pub fn scan_roots(roots: &[PathBuf], opts: &ScanOptions) -> Vec<Listing> {
+    let walk = Walk { roots, opts, dirs_seen: roots.iter().map(|_| AtomicUsize::new(0)).collect() };
+    let initial: Vec<Job> =
+        (0..roots.len()).rev().map(|root| Job { root, rel: Vec::new(), depth: 0, ancestors: Vec::new() }).collect();
+    let threads = opts.threads.max(1).min(roots.len().max(1) * 64);
+    let outputs: Vec<Output> = if threads == 1 {
+        let mut stack = initial;
+        let mut outs = Vec::new();
+        while let Some(job) = stack.pop() {
+            let (out, more) = walk.run(job);
+            outs.push(out);
+            stack.extend(more);
+        }
+        outs
+    } else {
+        let queue = Mutex::new(Queue { jobs: initial, busy: 0 });
+        let ready = Condvar::new();
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut outs = Vec::new();
+                        loop {
+                            let job = {
+                                let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                                loop {
+                                    if let Some(job) = q.jobs.pop() {
+                                        q.busy += 1;
+                                        break Some(job);
+                                    }
+                                    if q.busy == 0 {
+                                        break None;
+                                    }
+                                    q = ready.wait(q).unwrap_or_else(|p| p.into_inner());
+                                }
+                            };
+                            let Some(job) = job else {
+                                ready.notify_all();
+                                return outs;
+                            };
+                            let (out, more) = walk.run(job);
+                            outs.push(out);
+                            let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                            q.busy -= 1;
+                            let wake = !more.is_empty() || q.busy == 0;
+                            q.jobs.extend(more);
+                            drop(q);
+                            if wake {
+                                ready.notify_all();
+                            }
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        })
+    };
+    assemble(roots, opts, outputs)
+}
+
+fn assemble(roots: &[PathBuf], opts: &ScanOptions, outputs: Vec<Output>) -> Vec<Listing> {
+    let mut listings: Vec<Listing> = roots.iter().map(|r| Listing::empty(r.clone(), RootState::Missing)).collect();
+    for out in outputs {
+        let l = &mut listings[out.root];
+        if let Some(state) = out.state {
+            l.state = state;
+        }
+        l.dirs.extend(out.dir);
+        l.files.extend(out.files);
+        l.blind.extend(out.blind);
+        l.problems.extend(out.problems);
+    }
+    for l in &mut listings {
+        if l.files.len() > opts.max_files {
+            l.files.clear();
+            l.blind.push(Vec::new());
+            l.problems.push(ScanProblem { kind: ProblemKind::TooLarge, path: l.root.clone(), error: None });
+        }
+        if l.blind.iter().any(|b| b.is_empty()) {
+            l.blind.retain(|b| b.is_empty());
+        }
+        l.normalize();
+    }
+    listings
+}

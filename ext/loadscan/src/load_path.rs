@@ -1,0 +1,152 @@
+//! Following `$LOAD_PATH`: notices every change before the next lookup and expands entries the
+//! way Ruby 3.1 does (`realpath` of each entry, relative ones against the current directory).
+//!
+//! Change detection copies Ruby's own trick for its expanded-load-path cache: a hidden snapshot
+//! array shares `$LOAD_PATH`'s buffer, and any mutation (`push`, `insert`, `[]=`, `replace`,
+//! `shift`…) un-shares it, so an unchanged load path costs one pointer comparison. When they do
+//! not share (small arrays are embedded), the elements are compared by identity.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use rb_sys::{ruby_value_type, VALUE};
+
+/// Why the load path cannot be mirrored right now (Ruby must answer every require).
+#[derive(Debug)]
+pub enum Opaque {
+    /// An entry's `to_path` raised, or returned something odd: Ruby will raise on require.
+    BadEntry,
+    /// An entry starts with `~`: Ruby expands it against the home dir without `realpath`.
+    HomeEntry,
+}
+
+/// The state of `$LOAD_PATH` as last seen.
+pub struct LoadPath {
+    array: VALUE,
+    snapshot: VALUE,
+    /// Some entry is not a String or is relative: Ruby re-expands those on every require.
+    dynamic: bool,
+    /// The expanded entries (Ruby skips empty ones; they are left out here too).
+    expanded: Vec<PathBuf>,
+    realpaths: HashMap<PathBuf, PathBuf>,
+    opaque: Option<Opaque>,
+    fresh: bool,
+}
+
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+impl LoadPath {
+    /// Follows the given array (`$LOAD_PATH`). The snapshot is kept alive for the process.
+    pub fn new(array: VALUE) -> Self {
+        let snapshot = unsafe { rb_sys::rb_ary_tmp_new(0) };
+        unsafe { rb_sys::rb_gc_register_mark_object(snapshot) };
+        LoadPath { array, snapshot, dynamic: false, expanded: Vec::new(), realpaths: HashMap::new(), opaque: None, fresh: true }
+    }
+
+    fn unchanged(&self) -> bool {
+        if self.fresh || self.dynamic {
+            return false;
+        }
+        unsafe {
+            if rb_sys::rb_ary_shared_with_p(self.snapshot, self.array) == rb_sys::Qtrue as VALUE {
+                return true;
+            }
+            let n = rb_sys::RARRAY_LEN(self.array);
+            if n != rb_sys::RARRAY_LEN(self.snapshot) {
+                return false;
+            }
+            let a = std::slice::from_raw_parts(rb_sys::RARRAY_CONST_PTR(self.array), n as usize);
+            let b = std::slice::from_raw_parts(rb_sys::RARRAY_CONST_PTR(self.snapshot), n as usize);
+            a == b
+        }
+    }
+
+    /// Brings the expanded entries up to date. Returns `Some(entries)` when they changed, and
+    /// `Err` when the load path cannot be mirrored (an entry Ruby itself would choke on).
+    pub fn poll(&mut self) -> Result<Option<&[PathBuf]>, &Opaque> {
+        if self.unchanged() {
+            return match &self.opaque {
+                Some(o) => Err(o),
+                None => Ok(None),
+            };
+        }
+        let (expanded, dynamic, opaque) = self.expand();
+        unsafe { rb_sys::rb_ary_replace(self.snapshot, self.array) };
+        self.fresh = false;
+        self.dynamic = dynamic;
+        self.opaque = opaque;
+        if let Some(o) = &self.opaque {
+            return Err(o);
+        }
+        if expanded == self.expanded {
+            return Ok(None);
+        }
+        self.expanded = expanded;
+        Ok(Some(&self.expanded))
+    }
+
+    /// The expanded entries as last polled.
+    pub fn entries(&self) -> &[PathBuf] {
+        &self.expanded
+    }
+
+    fn expand(&mut self) -> (Vec<PathBuf>, bool, Option<Opaque>) {
+        let n = unsafe { rb_sys::RARRAY_LEN(self.array) } as usize;
+        let mut out = Vec::with_capacity(n);
+        let mut dynamic = false;
+        let mut cwd: Option<PathBuf> = None;
+        for i in 0..n {
+            let entry = unsafe { rb_sys::RARRAY_AREF(self.array, i as isize) };
+            let is_string = unsafe { rb_sys::RB_TYPE_P(entry, ruby_value_type::RUBY_T_STRING) };
+            let s = if is_string {
+                entry
+            } else {
+                dynamic = true;
+                match magnus::rb_sys::protect(|| unsafe { rb_sys::rb_get_path(entry) }) {
+                    Ok(s) => s,
+                    Err(_) => return (out, dynamic, Some(Opaque::BadEntry)),
+                }
+            };
+            let bytes = unsafe {
+                std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, rb_sys::RSTRING_LEN(s) as usize)
+            };
+            if bytes.contains(&0) {
+                return (out, dynamic, Some(Opaque::BadEntry));
+            }
+            match bytes.first() {
+                None => continue,
+                Some(b'~') => return (out, dynamic, Some(Opaque::HomeEntry)),
+                Some(b'/') => {}
+                Some(_) => dynamic = true,
+            }
+            let raw = Path::new(OsStr::from_bytes(bytes));
+            let abs = if raw.is_absolute() {
+                raw.to_path_buf()
+            } else {
+                let cwd = cwd.get_or_insert_with(|| std::env::current_dir().unwrap_or_default());
+                cwd.join(raw)
+            };
+            let real = self
+                .realpaths
+                .entry(abs)
+                .or_insert_with_key(|abs| std::fs::canonicalize(abs).unwrap_or_else(|_| lexical(abs)))
+                .clone();
+            out.push(real);
+        }
+        (out, dynamic, None)
+    }
+}

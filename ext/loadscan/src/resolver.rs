@@ -1,0 +1,155 @@
+//! The process-wide resolver behind `Loadscan::Native`: one index, following `$LOAD_PATH`.
+//!
+//! Locking: the state sits in a `Mutex` that is only ever *tried*. A thread that finds it busy
+//! (another thread is scanning with the GVL released) gets "no answer" and Ruby's own
+//! `require` runs instead, so no thread ever waits on loadscan while holding the GVL, and no
+//! lock of ours is held while Ruby code (`require`) runs.
+
+use std::ffi::CString;
+use std::path::PathBuf;
+use std::sync::{Mutex, TryLockError};
+
+use loadscan_core::index::{Index, Resolution};
+use loadscan_core::scan::{scan_roots, ProblemKind, ScanOptions};
+use rb_sys::VALUE;
+
+use crate::load_path::LoadPath;
+use crate::nogvl::without_gvl;
+
+struct State {
+    index: Index,
+    load_path: LoadPath,
+    options: ScanOptions,
+    problems: Vec<(ProblemKind, String)>,
+    scanned_roots: usize,
+    scans: usize,
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+/// What a resolve gives back to Ruby.
+pub enum Answer {
+    /// Require this absolute path (already an exact answer).
+    Path(Vec<u8>),
+    /// No entry has the feature.
+    Missing,
+    /// loadscan does not know: Ruby's `require` must decide.
+    Unknown,
+}
+
+/// Starts following `load_path` (drops any earlier state).
+pub fn start(load_path: VALUE, options: ScanOptions) {
+    let state = State {
+        index: Index::new(&options.dlext),
+        load_path: LoadPath::new(load_path),
+        options,
+        problems: Vec::new(),
+        scanned_roots: 0,
+        scans: 0,
+    };
+    *STATE.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
+}
+
+/// Stops: every later resolve answers `Unknown`.
+pub fn stop() {
+    *STATE.lock().unwrap_or_else(|p| p.into_inner()) = None;
+}
+
+impl State {
+    /// Mirrors `$LOAD_PATH`; scans entries never seen. `false` when it cannot be mirrored.
+    fn sync(&mut self) -> bool {
+        let order: Vec<PathBuf> = match self.load_path.poll() {
+            Ok(None) => return true,
+            Ok(Some(entries)) => entries.to_vec(),
+            Err(_) => return false,
+        };
+        let unknown = self.index.unknown_roots(&order);
+        if !unknown.is_empty() {
+            let options = &self.options;
+            let listings = without_gvl(|| scan_roots(&unknown, options));
+            self.scans += 1;
+            self.scanned_roots += listings.len();
+            for mut listing in listings {
+                for p in listing.problems.drain(..) {
+                    if p.kind != ProblemKind::Skipped {
+                        self.problems.push((p.kind, p.to_string()));
+                    }
+                }
+                self.index.add(listing);
+            }
+        }
+        self.index.set_order(&order);
+        true
+    }
+
+    fn answer(&self, feature: &[u8]) -> Answer {
+        match self.index.lookup(feature) {
+            Resolution::Found { root, stem, kind } => Answer::Path(self.index.path_of(root, &stem, kind)),
+            Resolution::Missing => Answer::Missing,
+            Resolution::Unknown => Answer::Unknown,
+        }
+    }
+}
+
+/// Runs `f` on the state after syncing with `$LOAD_PATH`; `None` if stopped, busy or opaque.
+fn with_synced<T>(f: impl FnOnce(&mut State) -> T) -> Option<T> {
+    let mut guard = match STATE.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => return None,
+    };
+    let state = guard.as_mut()?;
+    if !state.sync() {
+        return None;
+    }
+    Some(f(state))
+}
+
+/// The index's answer for `feature`, ignoring `$LOADED_FEATURES` (what
+/// `$LOAD_PATH.resolve_feature_path` computes).
+pub fn lookup(feature: &[u8]) -> Answer {
+    with_synced(|s| s.answer(feature)).unwrap_or(Answer::Unknown)
+}
+
+/// The path `require(feature)` would load now, or `None` when Ruby must decide: the feature
+/// is not in the index, or Ruby already provides it under some spelling (or is loading it),
+/// in which case Ruby's `require` answers `false` or handles the circular require itself.
+pub fn resolve(feature: &[u8]) -> Option<Vec<u8>> {
+    let path = match lookup(feature) {
+        Answer::Path(p) => p,
+        _ => return None,
+    };
+    let cfeature = CString::new(feature).ok()?;
+    let provided = magnus::rb_sys::protect(|| unsafe {
+        let mut loading: *const std::os::raw::c_char = std::ptr::null();
+        if rb_sys::rb_feature_provided(cfeature.as_ptr(), &mut loading) != 0 {
+            rb_sys::Qtrue as VALUE
+        } else {
+            rb_sys::Qfalse as VALUE
+        }
+    });
+    match provided {
+        Ok(v) if v == rb_sys::Qfalse as VALUE => Some(path),
+        _ => None,
+    }
+}
+
+/// Syncs now (scanning new entries); returns how many roots are known.
+pub fn sync() -> Option<usize> {
+    with_synced(|s| s.index.listings().count())
+}
+
+/// Problems noticed while scanning since the last call.
+pub fn take_problems() -> Vec<(ProblemKind, String)> {
+    match STATE.try_lock() {
+        Ok(mut g) => g.as_mut().map(|s| std::mem::take(&mut s.problems)).unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Counters for `Loadscan.stats`: (roots, features, scans, entries on the load path).
+pub fn stats() -> Option<(usize, usize, usize, usize)> {
+    let g = STATE.try_lock().ok()?;
+    let s = g.as_ref()?;
+    Some((s.scanned_roots, s.index.len(), s.scans, s.load_path.entries().len()))
+}
