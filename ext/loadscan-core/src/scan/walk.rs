@@ -126,6 +126,8 @@ impl Walk<'_> {
         let id = (stamp.dev, stamp.ino);
         if job.ancestors.contains(&id) {
             out.files.clear();
+            out.blind.clear();
+            out.problems.clear();
             out.blind.push(job.rel.clone());
             out.problems.push(problem(ProblemKind::Loop, path, None));
             return (out, Vec::new());

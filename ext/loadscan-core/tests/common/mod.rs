@@ -1,0 +1,95 @@
+//! Real file trees in temp dirs for the tests, removed on drop.
+#![allow(dead_code)]
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+pub struct TempTree {
+    pub root: PathBuf,
+}
+
+impl TempTree {
+    pub fn new(tag: &str) -> Self {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "loadscan-core-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        TempTree { root: std::fs::canonicalize(root).unwrap() }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Creates a file (and its parents).
+    pub fn file(&self, rel: &str) -> &Self {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, b"").unwrap();
+        self
+    }
+
+    pub fn dir(&self, rel: &str) -> &Self {
+        std::fs::create_dir_all(self.path(rel)).unwrap();
+        self
+    }
+
+    /// Creates a symlink at `rel` pointing to `target` (taken literally).
+    pub fn link(&self, rel: &str, target: &str) -> &Self {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        symlink(target, p).unwrap();
+        self
+    }
+
+    pub fn fifo(&self, rel: &str) -> &Self {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let status = std::process::Command::new("mkfifo").arg(&p).status().unwrap();
+        assert!(status.success());
+        self
+    }
+}
+
+impl Drop for TempTree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// A tiny deterministic PRNG (xorshift64*), so random trees need no dependency.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+pub fn is_root() -> bool {
+    // SAFETY-free: read from /proc, which every Linux test machine has.
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+        .unwrap_or(false)
+}
+
+pub fn rel(p: &Path, root: &Path) -> String {
+    p.strip_prefix(root).unwrap().to_string_lossy().into_owned()
+}

@@ -1,0 +1,176 @@
+//! The parallel d_type walker against the serial stat-per-entry oracle, on real trees.
+
+mod common;
+
+use common::{Rng, TempTree};
+use loadscan_core::scan::{scan_roots, scan_serial, FileEntry, Kind, Listing, ProblemKind, RootState, ScanOptions};
+use std::path::PathBuf;
+
+fn opts(threads: usize) -> ScanOptions {
+    ScanOptions { threads, ..ScanOptions::default() }
+}
+
+fn files(l: &Listing) -> Vec<(String, Kind)> {
+    l.files.iter().map(|FileEntry { stem, kind }| (String::from_utf8_lossy(stem).into_owned(), *kind)).collect()
+}
+
+fn blind(l: &Listing) -> Vec<String> {
+    l.blind.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect()
+}
+
+/// Scans `roots` serially and with 1, 2 and 4 threads; all must agree. Returns the listings.
+fn scan_all_ways(roots: &[PathBuf]) -> Vec<Listing> {
+    let oracle: Vec<Listing> = roots.iter().map(|r| scan_serial(r, &opts(1))).collect();
+    for threads in [1, 2, 4] {
+        let fast = scan_roots(roots, &opts(threads));
+        assert_eq!(fast.len(), oracle.len());
+        for (f, o) in fast.iter().zip(&oracle) {
+            assert_eq!(f.root, o.root);
+            assert_eq!(f.state, o.state, "state of {:?}", o.root);
+            assert_eq!(files(f), files(o), "files of {:?} with {threads} threads", o.root);
+            assert_eq!(blind(f), blind(o), "blind spots of {:?} with {threads} threads", o.root);
+            assert_eq!(f.dirs, o.dirs, "dirs of {:?} with {threads} threads", o.root);
+        }
+    }
+    oracle
+}
+
+#[test]
+fn lists_loadable_files_with_their_kind() {
+    let t = TempTree::new("kinds");
+    t.file("a.rb").file("a.so").file("b/c.rb").file("b/d.txt").file("e.o").file("f.bundle").file(".rb").file("g.rb.so");
+    t.dir("x.rb/inner");
+    t.file("x.rb/inner/y.rb");
+    let l = &scan_all_ways(&[t.root.clone()])[0];
+    assert_eq!(
+        files(l),
+        vec![
+            ("".into(), Kind::Rb),
+            ("a".into(), Kind::Rb),
+            ("a".into(), Kind::Ext),
+            ("b/c".into(), Kind::Rb),
+            ("g.rb".into(), Kind::Ext),
+            ("x.rb/inner/y".into(), Kind::Rb),
+        ]
+    );
+    assert_eq!(l.state, RootState::Dir);
+    assert!(l.blind.is_empty());
+}
+
+#[test]
+fn symlinks_are_followed_and_loops_become_blind_spots() {
+    let t = TempTree::new("links");
+    t.file("real/x.rb").file("real/sub/y.rb");
+    t.link("real/to_x.rb", "x.rb");
+    t.link("real/up", "..");
+    t.link("real/self", ".");
+    t.link("real/dangling.rb", "nowhere.rb");
+    t.link("real/sub_again", "sub");
+    t.file("outside/o.rb");
+    t.link("real/out", "../outside");
+    let root = t.path("real");
+    let l = &scan_all_ways(&[root.clone()])[0];
+    let f = files(l);
+    assert!(f.contains(&("to_x".into(), Kind::Rb)));
+    assert!(f.contains(&("sub_again/y".into(), Kind::Rb)), "a link to a dir listed elsewhere is listed under its own name");
+    assert!(f.contains(&("out/o".into(), Kind::Rb)), "a link out of the root is followed");
+    assert!(f.contains(&("up/outside/o".into(), Kind::Rb)), "a link to the root's parent is followed");
+    assert!(!f.iter().any(|(s, _)| s.starts_with("dangling")));
+    // `up/real` is `real` again: the loop is cut there, not at `up`.
+    assert_eq!(blind(l), vec!["self".to_string(), "up/real".to_string()]);
+    let fast = scan_roots(&[root], &opts(2));
+    assert!(fast[0].problems.iter().any(|p| p.kind == ProblemKind::Loop));
+    assert!(fast[0].problems.iter().any(|p| p.kind == ProblemKind::Dangling));
+}
+
+#[test]
+fn dot_dirs_and_node_modules_are_skipped_as_blind_spots_but_dot_files_are_listed() {
+    let t = TempTree::new("skip");
+    t.file("lib/.hidden.rb").file("lib/.git/x.rb").file("lib/node_modules/y.rb").file("lib/ok/z.rb");
+    let l = &scan_all_ways(&[t.path("lib")])[0];
+    assert_eq!(files(l), vec![(".hidden".into(), Kind::Rb), ("ok/z".into(), Kind::Rb)]);
+    assert_eq!(blind(l), vec![".git".to_string(), "node_modules".to_string()]);
+}
+
+#[test]
+fn missing_roots_files_and_fifos() {
+    let t = TempTree::new("roots");
+    t.file("plain.rb");
+    t.fifo("d/pipe.rb");
+    let ls = scan_all_ways(&[t.path("nope"), t.path("plain.rb"), t.path("d")]);
+    assert_eq!(ls[0].state, RootState::Missing);
+    assert_eq!(ls[1].state, RootState::NotDir);
+    assert_eq!(files(&ls[2]), vec![("pipe".into(), Kind::Rb)], "Ruby's rb_file_load_ok accepts a fifo");
+}
+
+#[test]
+fn unreadable_dirs_are_blind_spots() {
+    if common::is_root() {
+        eprintln!("skipped: permissions do not apply to root (covered by the Ruby suite as nobody)");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let t = TempTree::new("perm");
+    t.file("lib/locked/x.rb").file("lib/open.rb");
+    std::fs::set_permissions(t.path("lib/locked"), std::fs::Permissions::from_mode(0o111)).unwrap();
+    let l = &scan_all_ways(&[t.path("lib")])[0];
+    std::fs::set_permissions(t.path("lib/locked"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(blind(l), vec!["locked".to_string()]);
+}
+
+#[test]
+fn caps_make_the_root_blind_instead_of_running_away() {
+    let t = TempTree::new("caps");
+    let mut deep = String::from("lib");
+    for i in 0..6 {
+        deep.push_str(&format!("/d{i}"));
+    }
+    t.file(&format!("{deep}/x.rb"));
+    let shallow = ScanOptions { max_depth: 3, threads: 2, ..ScanOptions::default() };
+    let l = &scan_roots(&[t.path("lib")], &shallow)[0];
+    assert_eq!(blind(l), vec!["d0/d1/d2/d3".to_string()]);
+    let tiny = ScanOptions { max_files: 0, threads: 2, ..ScanOptions::default() };
+    let l = &scan_roots(&[t.path("lib")], &tiny)[0];
+    assert_eq!(blind(l), vec!["".to_string()]);
+    assert!(l.files.is_empty());
+}
+
+#[test]
+fn random_trees_agree_with_the_oracle() {
+    let names = ["a", "b", "c", "café", "日本", "with space", "x-y", ".dot", "node_modules", "z.rb"];
+    let exts = [".rb", ".so", ".o", ".txt", ""];
+    for seed in 0..25 {
+        let mut rng = Rng::new(seed);
+        let t = TempTree::new("random");
+        let mut dirs = vec![String::from("e0"), String::from("e1"), String::from("e2")];
+        for d in &dirs {
+            t.dir(d);
+        }
+        for _ in 0..120 {
+            let parent = rng.pick(&dirs).clone();
+            let name = rng.pick(&names);
+            let p = format!("{parent}/{name}");
+            if t.path(&p).symlink_metadata().is_ok() {
+                continue;
+            }
+            match rng.below(10) {
+                0..=2 => {
+                    t.dir(&p);
+                    dirs.push(p);
+                }
+                3 => {
+                    let target = rng.pick(&dirs).clone();
+                    t.link(&p, t.path(&target).to_str().unwrap());
+                }
+                4 => {
+                    t.link(&p, "../missing");
+                }
+                _ => {
+                    t.file(&format!("{p}{}", rng.pick(&exts)));
+                }
+            }
+        }
+        let roots: Vec<PathBuf> = ["e0", "e1", "e2", "nope"].iter().map(|r| t.path(r)).collect();
+        scan_all_ways(&roots);
+    }
+}
