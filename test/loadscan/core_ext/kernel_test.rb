@@ -1,0 +1,191 @@
+# frozen_string_literal: true
+
+require_relative "../../test_helper"
+
+# Kernel#require with loadscan must answer exactly as stock Ruby: same return values, same
+# $LOADED_FEATURES, same errors. Every test runs the same script in two fresh processes.
+class KernelRequireTest < Minitest::Test
+  # Wraps `body` in a script that sets $LOAD_PATH, defines `try` (records each require's
+  # outcome) and reports results plus $LOADED_FEATURES.
+  def script(load_path, body)
+    <<~RUBY
+      $LOAD_PATH.unshift(*#{load_path.inspect})
+      $log = []
+      RESULTS = []
+      def label(feature) = feature.is_a?(String) ? feature : "#<\#{feature.class}>"
+      def try(feature, via: :kernel)
+        r = via == :kernel ? require(feature) : Kernel.require(feature)
+        RESULTS << [label(feature), r]
+      rescue LoadError => e
+        RESULTS << [label(feature), e.class.name, e.message, e.path]
+      rescue TypeError, ArgumentError => e
+        RESULTS << [feature.class.name, e.class.name, e.message]
+      end
+      #{body}
+      report("results" => RESULTS, "log" => $log, "loaded_features" => $LOADED_FEATURES.dup,
+             "load_path" => $LOAD_PATH.map(&:to_s))
+    RUBY
+  end
+
+  def log_file(name) = "$log << #{name.inspect}"
+
+  def test_shadowing_and_spellings_match_stock
+    with_files([["e1/a.rb", log_file("e1/a")], ["e2/a.rb", log_file("e2/a")], ["e2/b.rb", log_file("e2/b")],
+                ["e1/d/c.rb", log_file("e1/d/c")], ["e2/d/c.rb", log_file("e2/d/c")]]) do |dir|
+      lp = %W[#{dir}/e1 #{dir}/e2]
+      stock, = assert_same_as_stock(script(lp, <<~RUBY))
+        %w[a a.rb b d/c d//c d/./c.rb d/../d/c e2/../b nope nope.rb nope.so].each { |f| try(f) }
+      RUBY
+      assert_equal [["a", true], ["a.rb", false], ["b", true], ["d/c", true]], stock.report["results"].first(4)
+    end
+  end
+
+  def test_rb_in_a_later_entry_beats_so_in_an_earlier_one
+    with_files([["e2/foo.rb", log_file("e2/foo")], ["e2/bar.rb", log_file("e2/bar")]]) do |dir|
+      install_ext(dir, "e1/foo.so")
+      install_ext(dir, "e1/bar.so")
+      install_ext(dir, "e1/baz.so")
+      lp = %W[#{dir}/e1 #{dir}/e2]
+      stock, = assert_same_as_stock(script(lp, "%w[foo bar.so baz.o baz foo.so qux.bundle].each { |f| try(f) }"))
+      assert_equal ["e2/foo"], stock.report["log"]
+    end
+  end
+
+  def test_already_loaded_under_another_spelling_or_entry_is_not_loaded_again
+    with_files([["e1/a.rb", log_file("e1/a")], ["e0/a.rb", log_file("e0/a")], ["e1/s/x.rb", log_file("x")]]) do |dir|
+      File.symlink("#{dir}/e1", "#{dir}/e1link")
+      stock, = assert_same_as_stock(script(["#{dir}/e1"], <<~RUBY), chdir: dir)
+        try("a")
+        $LOAD_PATH.unshift(#{"#{dir}/e0".inspect})   # an earlier entry also provides a
+        try("a"); try("a.rb")
+        try("s/x"); $LOAD_PATH.unshift(#{"#{dir}/e1link".inspect}); try("s/x")
+        try("#{dir}/e1/a.rb"); try("./e1/a"); try("./e0/a.rb")
+      RUBY
+      assert_equal %w[e1/a x e0/a], stock.report["log"]
+    end
+  end
+
+  def test_edits_of_loaded_features_are_followed
+    with_files([["e/a.rb", log_file("a")], ["e/b.rb", log_file("b")], ["e/c.rb", log_file("c")]]) do |dir|
+      assert_same_as_stock(script(["#{dir}/e"], <<~RUBY))
+        try("a"); try("b"); try("c")
+        $LOADED_FEATURES.delete_if { |f| f.end_with?("/a.rb") }; try("a")
+        $LOADED_FEATURES.reject! { |f| f.end_with?("/b.rb") }; try("b")
+        $LOADED_FEATURES.replace($LOADED_FEATURES.reject { |f| f.end_with?("/c.rb") }); try("c")
+        saved = $LOADED_FEATURES.dup
+        $LOADED_FEATURES.clear; try("a"); try("b")
+        $LOADED_FEATURES.replace(saved)
+        $LOADED_FEATURES.pop; $LOADED_FEATURES << #{"#{dir}/e/c.rb".inspect}; try("c")
+        $LOADED_FEATURES << #{"#{dir}/e/zz.rb".inspect}; try("zz")
+      RUBY
+    end
+  end
+
+  def test_every_load_path_mutation_is_seen_before_the_next_require
+    files = (1..6).flat_map { |i| [["e#{i}/m.rb", log_file("e#{i}/m")], ["e#{i}/only#{i}.rb", ""]] }
+    with_files(files) do |dir|
+      e = ->(i) { "#{dir}/e#{i}" }
+      assert_same_as_stock(script([], <<~RUBY))
+        def probe = RESULTS << [$LOAD_PATH.resolve_feature_path("m"), (1..6).map { |i| $LOAD_PATH.resolve_feature_path("only\#{i}") }]
+        $LOAD_PATH.push(#{e[1].inspect}); probe; try("only1")
+        $LOAD_PATH << #{e[2].inspect}; probe
+        $LOAD_PATH.unshift(#{e[3].inspect}); probe; try("only3")
+        $LOAD_PATH.insert(1, #{e[4].inspect}); probe
+        $LOAD_PATH.concat([#{e[5].inspect}], [#{e[6].inspect}]); probe; try("only6")
+        $LOAD_PATH.delete(#{e[3].inspect}); probe
+        $LOAD_PATH.filter! { |p| !p.to_s.end_with?("e4") }; probe
+        $LOAD_PATH[0] = #{e[2].inspect}; probe
+        $LOAD_PATH.shift; probe
+        $LOAD_PATH.pop; $LOAD_PATH.push(#{e[4].inspect}); probe
+        $LOAD_PATH.rotate!; probe
+        $LOAD_PATH.map! { |p| p }; probe
+        $LOAD_PATH.reverse!; probe
+        saved = $LOAD_PATH.dup
+        $LOAD_PATH.replace([#{e[5].inspect}] + saved); probe; try("m")
+        $LOAD_PATH.clear; probe; try("only2")
+        $LOAD_PATH.replace(saved); try("only2")
+      RUBY
+    end
+  end
+
+  def test_kernel_require_with_an_explicit_receiver
+    with_files([["e/k.rb", log_file("k")], ["e/j.rb", log_file("j")]]) do |dir|
+      assert_same_as_stock(script(["#{dir}/e"], 'try("k", via: :singleton); try("k"); try("j"); try("j", via: :singleton); try("nope", via: :singleton)'))
+    end
+  end
+
+  def test_load_errors_keep_rubys_message_and_path
+    with_files([["e/raiser.rb", "require 'missing_inside'"], ["e/dir.rb/x.rb", ""]]) do |dir|
+      stock, = assert_same_as_stock(script(["#{dir}/e"], %w[nope raiser dir.rb dir x/../../e/x].map { |f| "try(#{f.inspect})" }.join("\n")))
+      assert_includes stock.report["results"], ["nope", "LoadError", "cannot load such file -- nope", "nope"]
+    end
+  end
+
+  def test_features_ruby_provides_itself
+    assert_same_as_stock(script([], %w[enumerator thread rational.so complex fiber.so ruby2_keywords enumerator.so thread.rb].map { |f| "try(#{f.inspect})" }.join("\n")))
+  end
+
+  def test_feature_objects_are_converted_like_ruby_does
+    with_files([["e/pn.rb", log_file("pn")], ["e/ts.rb", log_file("ts")]]) do |dir|
+      assert_same_as_stock(script(["#{dir}/e"], <<~RUBY))
+        require "pathname"
+        try(Pathname("pn")); try("pn")
+        ts = Object.new; def ts.to_str = "ts"; try(ts); try("ts.rb")
+        try(42); try(nil); try(:pn); try("a\\0b")
+      RUBY
+    end
+  end
+
+  def test_relative_and_home_features_are_rubys_business
+    with_files([["cwd/r.rb", log_file("cwd/r")], ["e/r.rb", log_file("e/r")], ["home/h.rb", log_file("h")],
+                ["cwd/sub/s.rb", log_file("s")]]) do |dir|
+      assert_same_as_stock(script(["#{dir}/e"], <<~RUBY), chdir: "#{dir}/cwd", env: { "HOME" => "#{dir}/home" })
+        try("./r"); try("r"); try("../e/r"); try("~/h"); try("sub/s")
+        $LOAD_PATH.unshift("."); try("sub/s"); try("r")
+      RUBY
+    end
+  end
+
+  def test_autoload_goes_through_require_and_require_relative_and_load_do_not
+    with_files([["e/auto_me.rb", "#{log_file("auto")}; module AutoMe; end"], ["e/rel.rb", log_file("rel")],
+                ["e/lo.rb", log_file("lo")]]) do |dir|
+      assert_same_as_stock(script(["#{dir}/e"], <<~RUBY))
+        autoload :AutoMe, "auto_me"
+        AutoMe
+        try("auto_me")
+        require_relative #{"#{dir}/e/rel".inspect}; try("rel")
+        load "lo.rb"; load "lo.rb"; try("lo")
+      RUBY
+    end
+  end
+
+  def test_concurrent_requires_of_the_same_features_from_threads
+    files = (1..40).map { |i| ["e/t#{i}.rb", "sleep 0.001; #{log_file("t#{i}")}"] }
+    with_files(files) do |dir|
+      stock, fast = assert_same_as_stock(script(["#{dir}/e"], <<~RUBY))
+        threads = 8.times.map { |n| Thread.new { (1..40).to_a.rotate(n * 5).map { |i| require("t\#{i}") } } }
+        loaded = threads.map(&:value)
+        RESULTS << loaded.flatten.count(true)
+        $log.sort!
+        $LOADED_FEATURES.sort!
+      RUBY
+      assert_equal 40, stock.report["results"].last
+      assert_equal 40, fast.report["log"].uniq.size
+    end
+  end
+
+  def test_circular_requires_warn_like_stock
+    with_files([["e/c1.rb", "require 'c2'"], ["e/c2.rb", "require 'c1'"]]) do |dir|
+      stock, fast = run_both(script(["#{dir}/e"], 'try("c1")'), ruby_opts: ["-W"])
+      assert_equal stock.report, fast.report.merge("loaded_features" => fast.report["loaded_features"].reject { |f| own_feature?(f) })
+      assert_match(/circular require considered harmful/, stock.stderr)
+      assert_match(/circular require considered harmful/, fast.stderr)
+    end
+  end
+
+  def test_loadscan_loads_no_library_on_its_own_behalf
+    stock, fast = run_both("report($LOADED_FEATURES.dup)")
+    assert_equal stock.report, fast.report.reject { |f| own_feature?(f) }
+    assert_operator fast.report.count { |f| own_feature?(f) }, :>=, 3
+  end
+end

@@ -1,0 +1,38 @@
+# frozen_string_literal: true
+
+module Loadscan
+  module TestSupport
+    # Real file trees in temp dirs, built inline:
+    #
+    #   with_files([["e1/foo.rb", "$log << :foo"], ["e2/foo.so", ""], ["e1/link", :symlink, "../e2"]]) do |dir|
+    #     ...
+    #   end
+    #
+    # An entry is [path, content] for a file, [path, :dir], [path, :symlink, target] or
+    # [path, :fifo]. Paths are relative to the temp dir, which is realpath'd and removed after.
+    module FileTree
+      def with_files(entries)
+        Dir.mktmpdir("loadscan-test") do |tmp|
+          dir = File.realpath(tmp)
+          make_tree(dir, entries)
+          yield dir
+        ensure
+          FileUtils.chmod_R("u+rwx", tmp, force: true) if tmp && File.exist?(tmp)
+        end
+      end
+
+      def make_tree(dir, entries)
+        entries.each do |path, kind, target|
+          abspath = File.join(dir, path)
+          FileUtils.mkdir_p(File.dirname(abspath))
+          case kind
+          when :dir then FileUtils.mkdir_p(abspath)
+          when :symlink then File.symlink(target, abspath)
+          when :fifo then system("mkfifo", abspath, exception: true)
+          else File.write(abspath, kind.to_s)
+          end
+        end
+      end
+    end
+  end
+end

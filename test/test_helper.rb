@@ -1,0 +1,25 @@
+# frozen_string_literal: true
+
+require "minitest/autorun"
+require "tmpdir"
+require "fileutils"
+require "rbconfig"
+
+module Loadscan
+  module TestSupport
+    ROOT = File.expand_path("..", __dir__)
+    LIB = File.join(ROOT, "lib")
+  end
+end
+
+require_relative "support/file_tree"
+require_relative "support/ruby_process"
+require_relative "support/assertions"
+require_relative "support/native_ext"
+
+class Minitest::Test
+  include Loadscan::TestSupport::FileTree
+  include Loadscan::TestSupport::RubyProcess
+  include Loadscan::TestSupport::Assertions
+  include Loadscan::TestSupport::NativeExt
+end
