@@ -31,7 +31,6 @@ module Loadscan
 
       Native.start($LOAD_PATH, @config.dlext, @config.threads)
       Native.sync
-      Warnings.scan_problems(Native.take_problems)
       require_relative "loadscan/core_ext/kernel"
       @active = true
     end
@@ -53,10 +52,10 @@ module Loadscan
       active? ? Native.stats : nil
     end
 
-    # Everything the scanner worked around since the last call, as `[kind, message]` pairs
-    # (`:loop`, `:unreadable`, `:dangling`, …): lookups below those paths go to Ruby's require.
+    # Everything the scanner worked around, as `[kind, message]` pairs (`:loop`, `:unreadable`,
+    # `:dangling`, …): lookups below those paths go to Ruby's require.
     def problems
-      active? ? Native.take_problems : []
+      active? ? Native.problems : []
     end
 
     # Stops answering from the index; `require` behaves as stock Ruby. For tests.

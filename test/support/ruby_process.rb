@@ -23,8 +23,11 @@ module Loadscan
         path.start_with?(File.join(Loadscan::TestSupport::LIB, "loadscan"))
       end
 
-      def run_ruby(code, loadscan:, env: {}, chdir: Dir.pwd, args: [], ruby_opts: [], timeout: 60)
+      # `as_nobody: true` runs the process as user nobody (where permissions must apply even
+      # though the suite runs as root); the trees it reads must then be world-readable.
+      def run_ruby(code, loadscan:, env: {}, chdir: Dir.pwd, args: [], ruby_opts: [], timeout: 60, as_nobody: false)
         Dir.mktmpdir("loadscan-run") do |tmp|
+          File.chmod(0o777, tmp) if as_nobody
           script = File.join(tmp, "script.rb")
           report = File.join(tmp, "report.marshal")
           File.write(script, PRELUDE + code)
@@ -32,6 +35,7 @@ module Loadscan
           opts += ["-r", File.join(Loadscan::TestSupport::LIB, "loadscan/setup.rb")] if loadscan
           env = { "LOADSCAN_TEST_REPORT" => report, "RUBYOPT" => nil, "RUBYLIB" => nil }.merge(env)
           cmd = ["timeout", timeout.to_s, RbConfig.ruby, *opts, script, *args]
+          cmd = %w[setpriv --reuid=nobody --regid=nogroup --clear-groups] + cmd if as_nobody
           stdout, stderr, status = Open3.capture3(env, *cmd, chdir: chdir)
           value = File.exist?(report) ? Marshal.load(File.binread(report)) : nil # rubocop:disable Security/MarshalLoad
           Result.new(report: value, stdout: stdout, stderr: stderr, status: status)

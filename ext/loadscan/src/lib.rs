@@ -5,14 +5,14 @@
 //! - `start(load_path, dlext, threads)`, `stop` — follow `$LOAD_PATH` (or stop doing so);
 //! - `resolve(feature)` — the path `require` would load now, or `nil` (Ruby decides);
 //! - `lookup(feature)` — the index's answer: a path, `:missing` or `:unknown`;
-//! - `sync`, `take_problems`, `stats`.
+//! - `sync`, `problems`, `stats`.
 
 mod load_path;
 mod nogvl;
 mod resolver;
 
-use magnus::{function, prelude::*, Error, RArray, RHash, RString, Ruby, Value};
 use loadscan_core::scan::ProblemKind;
+use magnus::{function, prelude::*, Error, RArray, RHash, RModule, RString, Ruby, Value};
 use resolver::Answer;
 
 fn string_bytes(v: Value) -> Option<Vec<u8>> {
@@ -24,7 +24,12 @@ fn string_bytes(v: Value) -> Option<Vec<u8>> {
 
 fn path_string(ruby: &Ruby, path: &[u8], like: Value) -> RString {
     let s = ruby.str_from_slice(path);
-    unsafe { rb_sys::rb_enc_copy(magnus::rb_sys::AsRawValue::as_raw(s), magnus::rb_sys::AsRawValue::as_raw(like)) };
+    unsafe {
+        rb_sys::rb_enc_copy(
+            magnus::rb_sys::AsRawValue::as_raw(s),
+            magnus::rb_sys::AsRawValue::as_raw(like),
+        )
+    };
     s
 }
 
@@ -41,9 +46,27 @@ fn start(load_path: RArray, dlext: RString, threads: usize) -> Result<(), Error>
     Ok(())
 }
 
+/// Hands problems from scans since the last report to `Loadscan::Warnings.scan_problems`
+/// (called with no lock of ours held; a failure to warn never fails a require).
+fn report_problems(ruby: &Ruby) {
+    let new = resolver::unreported_problems();
+    if new.is_empty() {
+        return;
+    }
+    let warnings: Result<RModule, Error> = ruby
+        .class_object()
+        .const_get::<_, RModule>("Loadscan")
+        .and_then(|m| m.const_get("Warnings"));
+    if let Ok(w) = warnings {
+        let _: Result<Value, Error> = w.funcall("scan_problems", (problem_array(ruby, new),));
+    }
+}
+
 fn resolve(ruby: &Ruby, feature: Value) -> Option<RString> {
     let bytes = string_bytes(feature)?;
-    resolver::resolve(&bytes).map(|p| path_string(ruby, &p, feature))
+    let answer = resolver::resolve(&bytes).map(|p| path_string(ruby, &p, feature));
+    report_problems(ruby);
+    answer
 }
 
 fn lookup(ruby: &Ruby, feature: Value) -> Value {
@@ -51,6 +74,7 @@ fn lookup(ruby: &Ruby, feature: Value) -> Value {
         Some(bytes) => resolver::lookup(&bytes),
         None => Answer::Unknown,
     };
+    report_problems(ruby);
     match answer {
         Answer::Path(p) => path_string(ruby, &p, feature).as_value(),
         Answer::Missing => ruby.to_symbol("missing").as_value(),
@@ -58,16 +82,22 @@ fn lookup(ruby: &Ruby, feature: Value) -> Value {
     }
 }
 
-fn sync() -> Option<usize> {
-    resolver::sync()
+fn sync(ruby: &Ruby) -> Option<usize> {
+    let roots = resolver::sync();
+    report_problems(ruby);
+    roots
 }
 
 /// `[[kind, message], …]`; kind is `:loop`, `:dangling`, `:unreadable`, `:too_large` or
 /// `:vanished`. Only dangling links are harmless (Ruby cannot open them either); the others
 /// are blind spots where lookups go to Ruby's require.
-fn take_problems(ruby: &Ruby) -> RArray {
+fn problems(ruby: &Ruby) -> RArray {
+    problem_array(ruby, resolver::problems())
+}
+
+fn problem_array(ruby: &Ruby, problems: Vec<(ProblemKind, String)>) -> RArray {
     let out = ruby.ary_new();
-    for (kind, message) in resolver::take_problems() {
+    for (kind, message) in problems {
         let kind = match kind {
             ProblemKind::Loop => "loop",
             ProblemKind::Dangling => "dangling",
@@ -76,13 +106,18 @@ fn take_problems(ruby: &Ruby) -> RArray {
             ProblemKind::TooLarge => "too_large",
             ProblemKind::Vanished => "vanished",
         };
-        let _ = out.push(ruby.ary_new_from_values(&[ruby.to_symbol(kind).as_value(), ruby.str_new(&message).as_value()]));
+        let _ = out.push(ruby.ary_new_from_values(&[
+            ruby.to_symbol(kind).as_value(),
+            ruby.str_new(&message).as_value(),
+        ]));
     }
     out
 }
 
 fn stats(ruby: &Ruby) -> Result<Option<RHash>, Error> {
-    let Some((roots, features, scans, entries)) = resolver::stats() else { return Ok(None) };
+    let Some((roots, features, scans, entries)) = resolver::stats() else {
+        return Ok(None);
+    };
     let h = ruby.hash_new();
     h.aset(ruby.to_symbol("roots_scanned"), roots)?;
     h.aset(ruby.to_symbol("features"), features)?;
@@ -99,7 +134,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("resolve", function!(resolve, 1))?;
     native.define_module_function("lookup", function!(lookup, 1))?;
     native.define_module_function("sync", function!(sync, 0))?;
-    native.define_module_function("take_problems", function!(take_problems, 0))?;
+    native.define_module_function("problems", function!(problems, 0))?;
     native.define_module_function("stats", function!(stats, 0))?;
     Ok(())
 }

@@ -54,7 +54,15 @@ impl LoadPath {
     pub fn new(array: VALUE) -> Self {
         let snapshot = unsafe { rb_sys::rb_ary_tmp_new(0) };
         unsafe { rb_sys::rb_gc_register_mark_object(snapshot) };
-        LoadPath { array, snapshot, dynamic: false, expanded: Vec::new(), realpaths: HashMap::new(), opaque: None, fresh: true }
+        LoadPath {
+            array,
+            snapshot,
+            dynamic: false,
+            expanded: Vec::new(),
+            realpaths: HashMap::new(),
+            opaque: None,
+            fresh: true,
+        }
     }
 
     fn unchanged(&self) -> bool {
@@ -122,7 +130,10 @@ impl LoadPath {
                 }
             };
             let bytes = unsafe {
-                std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, rb_sys::RSTRING_LEN(s) as usize)
+                std::slice::from_raw_parts(
+                    rb_sys::RSTRING_PTR(s) as *const u8,
+                    rb_sys::RSTRING_LEN(s) as usize,
+                )
             };
             if bytes.contains(&0) {
                 return (out, dynamic, Some(Opaque::BadEntry));
@@ -143,7 +154,9 @@ impl LoadPath {
             let real = self
                 .realpaths
                 .entry(abs)
-                .or_insert_with_key(|abs| std::fs::canonicalize(abs).unwrap_or_else(|_| lexical(abs)))
+                .or_insert_with_key(|abs| {
+                    std::fs::canonicalize(abs).unwrap_or_else(|_| lexical(abs))
+                })
                 .clone();
             out.push(real);
         }

@@ -20,12 +20,16 @@ struct State {
     index: Index,
     load_path: LoadPath,
     options: ScanOptions,
+    /// Everything scans worked around, oldest first (capped at `MAX_PROBLEMS`).
     problems: Vec<(ProblemKind, String)>,
+    /// How many of `problems` were handed out for a warning already.
+    reported: usize,
     scanned_roots: usize,
     scans: usize,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
+const MAX_PROBLEMS: usize = 1000;
 
 /// What a resolve gives back to Ruby.
 pub enum Answer {
@@ -44,6 +48,7 @@ pub fn start(load_path: VALUE, options: ScanOptions) {
         load_path: LoadPath::new(load_path),
         options,
         problems: Vec::new(),
+        reported: 0,
         scanned_roots: 0,
         scans: 0,
     };
@@ -71,7 +76,7 @@ impl State {
             self.scanned_roots += listings.len();
             for mut listing in listings {
                 for p in listing.problems.drain(..) {
-                    if p.kind != ProblemKind::Skipped {
+                    if p.kind != ProblemKind::Skipped && self.problems.len() < MAX_PROBLEMS {
                         self.problems.push((p.kind, p.to_string()));
                     }
                 }
@@ -84,7 +89,9 @@ impl State {
 
     fn answer(&self, feature: &[u8]) -> Answer {
         match self.index.lookup(feature) {
-            Resolution::Found { root, stem, kind } => Answer::Path(self.index.path_of(root, &stem, kind)),
+            Resolution::Found { root, stem, kind } => {
+                Answer::Path(self.index.path_of(root, &stem, kind))
+            }
             Resolution::Missing => Answer::Missing,
             Resolution::Unknown => Answer::Unknown,
         }
@@ -139,10 +146,25 @@ pub fn sync() -> Option<usize> {
     with_synced(|s| s.index.listings().count())
 }
 
-/// Problems noticed while scanning since the last call.
-pub fn take_problems() -> Vec<(ProblemKind, String)> {
+/// Every problem noticed while scanning so far.
+pub fn problems() -> Vec<(ProblemKind, String)> {
     match STATE.try_lock() {
-        Ok(mut g) => g.as_mut().map(|s| std::mem::take(&mut s.problems)).unwrap_or_default(),
+        Ok(g) => g.as_ref().map(|s| s.problems.clone()).unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Problems not handed out for a warning yet (the caller warns after the lock is released).
+pub fn unreported_problems() -> Vec<(ProblemKind, String)> {
+    match STATE.try_lock() {
+        Ok(mut g) => match g.as_mut() {
+            Some(s) if s.reported < s.problems.len() => {
+                let new = s.problems[s.reported..].to_vec();
+                s.reported = s.problems.len();
+                new
+            }
+            _ => Vec::new(),
+        },
         Err(_) => Vec::new(),
     }
 }
@@ -151,5 +173,10 @@ pub fn take_problems() -> Vec<(ProblemKind, String)> {
 pub fn stats() -> Option<(usize, usize, usize, usize)> {
     let g = STATE.try_lock().ok()?;
     let s = g.as_ref()?;
-    Some((s.scanned_roots, s.index.len(), s.scans, s.load_path.entries().len()))
+    Some((
+        s.scanned_roots,
+        s.index.len(),
+        s.scans,
+        s.load_path.entries().len(),
+    ))
 }

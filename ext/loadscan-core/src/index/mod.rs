@@ -88,7 +88,11 @@ impl Index {
 
     /// The roots of `order` that have not been added yet (to scan them before `add`).
     pub fn unknown_roots(&self, order: &[PathBuf]) -> Vec<PathBuf> {
-        let mut out: Vec<PathBuf> = order.iter().filter(|p| !self.ids.contains_key(bytes(p))).cloned().collect();
+        let mut out: Vec<PathBuf> = order
+            .iter()
+            .filter(|p| !self.ids.contains_key(bytes(p)))
+            .cloned()
+            .collect();
         out.sort();
         out.dedup();
         out
@@ -120,7 +124,10 @@ impl Index {
             }
         }
         for b in &listing.blind {
-            self.blind.entry(b.as_slice().into()).or_default().insert(id);
+            self.blind
+                .entry(b.as_slice().into())
+                .or_default()
+                .insert(id);
         }
     }
 
@@ -166,7 +173,10 @@ impl Index {
     }
 
     fn best(&self, ids: &IdList) -> Option<(u32, RootId)> {
-        ids.iter().map(|id| (self.rank[id as usize], id)).filter(|&(r, _)| r != NOT_ON_PATH).min()
+        ids.iter()
+            .map(|id| (self.rank[id as usize], id))
+            .filter(|&(r, _)| r != NOT_ON_PATH)
+            .min()
     }
 
     /// The first rank at which a blind spot could hide a file for this stem.
@@ -198,12 +208,20 @@ impl Index {
         let blind = self.first_blind(&q.stem);
         let found = |(rank, root): (u32, RootId), kind| {
             if rank < blind {
-                Resolution::Found { root, stem: q.stem.clone(), kind }
+                Resolution::Found {
+                    root,
+                    stem: q.stem.clone(),
+                    kind,
+                }
             } else {
                 Resolution::Unknown
             }
         };
-        let unseen = if blind == NOT_ON_PATH { Resolution::Missing } else { Resolution::Unknown };
+        let unseen = if blind == NOT_ON_PATH {
+            Resolution::Missing
+        } else {
+            Resolution::Unknown
+        };
         match q.want {
             Want::Rb => rb.map_or(unseen, |w| found(w, Kind::Rb)),
             Want::Ext => ext.map_or(unseen, |w| found(w, Kind::Ext)),
@@ -233,7 +251,10 @@ impl Index {
 
     /// The listing of every root added, with its id.
     pub fn listings(&self) -> impl Iterator<Item = (RootId, &Listing)> {
-        self.roots.iter().enumerate().map(|(i, r)| (i as RootId, &r.listing))
+        self.roots
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i as RootId, &r.listing))
     }
 
     /// How many distinct feature stems are indexed.

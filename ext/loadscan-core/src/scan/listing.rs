@@ -127,7 +127,14 @@ pub struct Listing {
 impl Listing {
     /// An empty listing for `root` in the given state.
     pub fn empty(root: PathBuf, state: RootState) -> Self {
-        Listing { root, state, files: Vec::new(), dirs: Vec::new(), blind: Vec::new(), problems: Vec::new() }
+        Listing {
+            root,
+            state,
+            files: Vec::new(),
+            dirs: Vec::new(),
+            blind: Vec::new(),
+            problems: Vec::new(),
+        }
     }
 
     /// Puts files, dirs and blind spots in canonical order (scans in parallel finish in any order).

@@ -7,7 +7,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use super::listing::{DirRecord, DirStamp, FileEntry, Listing, ProblemKind, RootState, ScanProblem};
+use super::listing::{
+    DirRecord, DirStamp, FileEntry, Listing, ProblemKind, RootState, ScanProblem,
+};
 use super::options::ScanOptions;
 
 /// Scans one root serially with `stat` per entry.
@@ -18,7 +20,15 @@ pub fn scan_serial(root: &Path, opts: &ScanOptions) -> Listing {
         Ok(md) if !md.is_dir() => listing.state = RootState::NotDir,
         _ => {
             let mut dirs = 0;
-            visit(root, Vec::new(), 0, &mut Vec::new(), opts, &mut listing, &mut dirs);
+            visit(
+                root,
+                Vec::new(),
+                0,
+                &mut Vec::new(),
+                opts,
+                &mut listing,
+                &mut dirs,
+            );
         }
     }
     if listing.files.len() > opts.max_files {
@@ -58,7 +68,11 @@ fn visit(
         Ok(md) => md,
         Err(e) => {
             out.blind.push(rel);
-            out.problems.push(ScanProblem { kind: ProblemKind::Unreadable, path: dir.to_path_buf(), error: Some(e) });
+            out.problems.push(ScanProblem {
+                kind: ProblemKind::Unreadable,
+                path: dir.to_path_buf(),
+                error: Some(e),
+            });
             return;
         }
     };
@@ -71,13 +85,22 @@ fn visit(
         Ok(entries) => entries,
         Err(e) => {
             out.blind.push(rel);
-            out.problems.push(ScanProblem { kind: ProblemKind::Unreadable, path: dir.to_path_buf(), error: Some(e) });
+            out.problems.push(ScanProblem {
+                kind: ProblemKind::Unreadable,
+                path: dir.to_path_buf(),
+                error: Some(e),
+            });
             return;
         }
     };
     out.dirs.push(DirRecord {
         rel: rel.clone(),
-        stamp: DirStamp { dev: md.dev(), ino: md.ino(), mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(), size: md.size() },
+        stamp: DirStamp {
+            dev: md.dev(),
+            ino: md.ino(),
+            mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
+            size: md.size(),
+        },
     });
     let mut subdirs: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     for entry in entries {
@@ -86,7 +109,9 @@ fn visit(
         let path = entry.path();
         let md = match std::fs::metadata(&path) {
             Ok(md) => md,
-            Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(40) => continue, // dangling / ELOOP
+            Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(40) => {
+                continue
+            } // dangling / ELOOP
             Err(_) => {
                 out.blind.push(rel_join(&rel, name));
                 continue;
@@ -101,7 +126,10 @@ fn visit(
             }
         } else if ft.is_file() || ft.is_fifo() || ft.is_char_device() {
             if let Some((kind, stem_len)) = opts.classify(name) {
-                out.files.push(FileEntry { stem: rel_join(&rel, &name[..stem_len]), kind });
+                out.files.push(FileEntry {
+                    stem: rel_join(&rel, &name[..stem_len]),
+                    kind,
+                });
             }
         }
     }

@@ -41,7 +41,12 @@ mod imp {
     }
 
     pub(crate) fn list(path: &Path, mut visit: impl FnMut(&[u8], Found)) -> io::Result<DirStamp> {
-        let fd = openat(CWD, path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+        let fd = openat(
+            CWD,
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
         let st = fstat(&fd)?;
         let stamp = DirStamp {
             dev: st.st_dev,
@@ -58,11 +63,15 @@ mod imp {
                 continue;
             }
             let found = match entry.file_type() {
-                FileType::Symlink | FileType::Unknown => match statat(&fd, entry.file_name(), AtFlags::empty()) {
-                    Ok(st) => from_type(FileType::from_raw_mode(st.st_mode)),
-                    Err(e) if e == rustix::io::Errno::NOENT || e == rustix::io::Errno::LOOP => Found::Dangling(e.into()),
-                    Err(e) => Found::Unknown(e.into()),
-                },
+                FileType::Symlink | FileType::Unknown => {
+                    match statat(&fd, entry.file_name(), AtFlags::empty()) {
+                        Ok(st) => from_type(FileType::from_raw_mode(st.st_mode)),
+                        Err(e) if e == rustix::io::Errno::NOENT || e == rustix::io::Errno::LOOP => {
+                            Found::Dangling(e.into())
+                        }
+                        Err(e) => Found::Unknown(e.into()),
+                    }
+                }
                 t => from_type(t),
             };
             visit(name, found);

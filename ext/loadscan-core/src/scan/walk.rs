@@ -68,13 +68,22 @@ impl Walk<'_> {
     fn run(&self, job: Job) -> (Output, Vec<Job>) {
         let root = &self.roots[job.root];
         let path = join(root, &job.rel);
-        let mut out = Output { root: job.root, dir: None, files: Vec::new(), blind: Vec::new(), problems: Vec::new(), state: None };
+        let mut out = Output {
+            root: job.root,
+            dir: None,
+            files: Vec::new(),
+            blind: Vec::new(),
+            problems: Vec::new(),
+            state: None,
+        };
         let mut subdirs: Vec<Vec<u8>> = Vec::new();
-        let problem = |kind, path: PathBuf, error: Option<io::Error>| ScanProblem { kind, path, error };
+        let problem =
+            |kind, path: PathBuf, error: Option<io::Error>| ScanProblem { kind, path, error };
 
         if self.dirs_seen[job.root].fetch_add(1, Ordering::Relaxed) >= self.opts.max_dirs {
             out.blind.push(Vec::new());
-            out.problems.push(problem(ProblemKind::TooLarge, root.clone(), None));
+            out.problems
+                .push(problem(ProblemKind::TooLarge, root.clone(), None));
             return (out, Vec::new());
         }
         let result = list(&path, |name, found| match found {
@@ -87,16 +96,27 @@ impl Walk<'_> {
             }
             Found::File => {
                 if let Some((kind, stem_len)) = self.opts.classify(name) {
-                    out.files.push(FileEntry { stem: child_rel(&job.rel, &name[..stem_len]), kind });
+                    out.files.push(FileEntry {
+                        stem: child_rel(&job.rel, &name[..stem_len]),
+                        kind,
+                    });
                 }
             }
             Found::Ignore => {}
             Found::Dangling(e) => {
-                out.problems.push(problem(ProblemKind::Dangling, path.join(OsStr::from_bytes(name)), Some(e)));
+                out.problems.push(problem(
+                    ProblemKind::Dangling,
+                    path.join(OsStr::from_bytes(name)),
+                    Some(e),
+                ));
             }
             Found::Unknown(e) => {
                 out.blind.push(child_rel(&job.rel, name));
-                out.problems.push(problem(ProblemKind::Unreadable, path.join(OsStr::from_bytes(name)), Some(e)));
+                out.problems.push(problem(
+                    ProblemKind::Unreadable,
+                    path.join(OsStr::from_bytes(name)),
+                    Some(e),
+                ));
             }
         });
         let stamp = match result {
@@ -109,7 +129,11 @@ impl Walk<'_> {
                     errno => {
                         // Whatever was gathered before the error is kept (it exists); the rest
                         // of the directory is unknown.
-                        let kind = if matches!(errno, Some(2) | Some(20)) { ProblemKind::Vanished } else { ProblemKind::Unreadable };
+                        let kind = if matches!(errno, Some(2) | Some(20)) {
+                            ProblemKind::Vanished
+                        } else {
+                            ProblemKind::Unreadable
+                        };
                         out.blind.push(job.rel.clone());
                         out.problems.push(problem(kind, path, Some(e)));
                         if top {
@@ -132,11 +156,15 @@ impl Walk<'_> {
             out.problems.push(problem(ProblemKind::Loop, path, None));
             return (out, Vec::new());
         }
-        out.dir = Some(DirRecord { rel: job.rel.clone(), stamp });
+        out.dir = Some(DirRecord {
+            rel: job.rel.clone(),
+            stamp,
+        });
         let mut jobs = Vec::with_capacity(subdirs.len());
         if job.depth >= self.opts.max_depth {
             if !subdirs.is_empty() {
-                out.problems.push(problem(ProblemKind::TooLarge, path, None));
+                out.problems
+                    .push(problem(ProblemKind::TooLarge, path, None));
                 out.blind.extend(subdirs);
             }
         } else {
@@ -144,7 +172,12 @@ impl Walk<'_> {
                 let mut ancestors = Vec::with_capacity(job.ancestors.len() + 1);
                 ancestors.extend_from_slice(&job.ancestors);
                 ancestors.push(id);
-                jobs.push(Job { root: job.root, rel, depth: job.depth + 1, ancestors });
+                jobs.push(Job {
+                    root: job.root,
+                    rel,
+                    depth: job.depth + 1,
+                    ancestors,
+                });
             }
         }
         (out, jobs)
@@ -159,9 +192,20 @@ struct Queue {
 
 /// Scans every root and returns one listing per root, in the same order.
 pub fn scan_roots(roots: &[PathBuf], opts: &ScanOptions) -> Vec<Listing> {
-    let walk = Walk { roots, opts, dirs_seen: roots.iter().map(|_| AtomicUsize::new(0)).collect() };
-    let initial: Vec<Job> =
-        (0..roots.len()).rev().map(|root| Job { root, rel: Vec::new(), depth: 0, ancestors: Vec::new() }).collect();
+    let walk = Walk {
+        roots,
+        opts,
+        dirs_seen: roots.iter().map(|_| AtomicUsize::new(0)).collect(),
+    };
+    let initial: Vec<Job> = (0..roots.len())
+        .rev()
+        .map(|root| Job {
+            root,
+            rel: Vec::new(),
+            depth: 0,
+            ancestors: Vec::new(),
+        })
+        .collect();
     let threads = opts.threads.max(1).min(roots.len().max(1) * 64);
     let outputs: Vec<Output> = if threads == 1 {
         let mut stack = initial;
@@ -173,7 +217,10 @@ pub fn scan_roots(roots: &[PathBuf], opts: &ScanOptions) -> Vec<Listing> {
         }
         outs
     } else {
-        let queue = Mutex::new(Queue { jobs: initial, busy: 0 });
+        let queue = Mutex::new(Queue {
+            jobs: initial,
+            busy: 0,
+        });
         let ready = Condvar::new();
         std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
@@ -212,14 +259,20 @@ pub fn scan_roots(roots: &[PathBuf], opts: &ScanOptions) -> Vec<Listing> {
                     })
                 })
                 .collect();
-            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
         })
     };
     assemble(roots, opts, outputs)
 }
 
 fn assemble(roots: &[PathBuf], opts: &ScanOptions, outputs: Vec<Output>) -> Vec<Listing> {
-    let mut listings: Vec<Listing> = roots.iter().map(|r| Listing::empty(r.clone(), RootState::Missing)).collect();
+    let mut listings: Vec<Listing> = roots
+        .iter()
+        .map(|r| Listing::empty(r.clone(), RootState::Missing))
+        .collect();
     for out in outputs {
         let l = &mut listings[out.root];
         if let Some(state) = out.state {
@@ -234,7 +287,11 @@ fn assemble(roots: &[PathBuf], opts: &ScanOptions, outputs: Vec<Output>) -> Vec<
         if l.files.len() > opts.max_files {
             l.files.clear();
             l.blind.push(Vec::new());
-            l.problems.push(ScanProblem { kind: ProblemKind::TooLarge, path: l.root.clone(), error: None });
+            l.problems.push(ScanProblem {
+                kind: ProblemKind::TooLarge,
+                path: l.root.clone(),
+                error: None,
+            });
         }
         if l.blind.iter().any(|b| b.is_empty()) {
             l.blind.retain(|b| b.is_empty());

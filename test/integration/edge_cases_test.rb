@@ -1,0 +1,92 @@
+# frozen_string_literal: true
+
+require_relative "../test_helper"
+
+# Odd trees and odd load paths: loadscan must boot, answer exactly like stock Ruby, and say
+# what it worked around at most once.
+class EdgeCasesTest < Minitest::Test
+  def script(load_path_code, features, extra = "")
+    <<~RUBY
+      #{load_path_code}
+      #{extra}
+      results = #{features.inspect}.map do |f|
+        [f, $LOAD_PATH.resolve_feature_path(f), (begin; require(f); rescue LoadError => e; [e.message, e.path]; end)]
+      end
+      report("results" => results, "loaded_features" => $LOADED_FEATURES.dup,
+             "stats" => (defined?(Loadscan) ? Loadscan.stats : nil))
+    RUBY
+  end
+
+  def assert_same(code, **opts)
+    stock, fast = run_both(code, **opts)
+    assert_equal stock.report["results"], fast.report["results"]
+    assert_same_loaded_features(stock.report["loaded_features"], fast.report["loaded_features"])
+    refute_nil fast.report["stats"], "loadscan was not active"
+    [stock, fast]
+  end
+
+  def test_symlink_loop_boots_and_warns_once
+    with_files([["e/a/x.rb", ""], ["e/a/loop", :symlink, ".."], ["e/b/y.rb", ""], ["f/a/loop/z.rb", ""]]) do |dir|
+      _, fast = assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})",
+                                   %w[a/x a/loop/a/x a/loop/loop/b/y a/loop/z b/y]))
+      assert_equal 1, fast.stderr.scan(/loadscan: .*symlink loop/).size, fast.stderr
+    end
+  end
+
+  def test_dangling_symlink_is_ignored_quietly
+    with_files([["e/gone.rb", :symlink, "nowhere.rb"], ["e/gonedir", :symlink, "nowhere"], ["f/gone.rb", ""]]) do |dir|
+      _, fast = assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})", %w[gone gonedir/x]))
+      assert_empty fast.stderr
+    end
+  end
+
+  def test_unreadable_dir_is_left_to_ruby
+    with_files([["e/locked/x.rb", "$x = :e"], ["e/open.rb", ""], ["f/locked/x.rb", "$x = :f"], ["f/locked/y.rb", ""]]) do |dir|
+      FileUtils.chmod_R("a+rX", dir)
+      File.chmod(0o755, File.dirname(dir))
+      File.chmod(0o111, "#{dir}/e/locked") # searchable, not listable: Ruby still opens e/locked/x.rb
+      _, fast = assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})",
+                                   %w[locked/x locked/y open]), as_nobody: true)
+      assert_match(/loadscan: .*locked.*unreadable/, fast.stderr)
+    end
+  end
+
+  def test_dir_removed_between_scan_and_require
+    with_files([["e/gone/x.rb", "$x = :e"], ["e/gone/only.rb", ""], ["f/gone/x.rb", "$x = :f"]]) do |dir|
+      assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})", %w[gone/x gone/only],
+                         "Loadscan.lookup('gone/x') if defined?(Loadscan); FileUtils.rm_rf(#{"#{dir}/e/gone".inspect})")
+                  .sub("\n", "\nrequire 'fileutils'\n"))
+    end
+  end
+
+  def test_relative_missing_file_pathname_and_duplicate_entries
+    with_files([["cwd/rel/r.rb", ""], ["e/p.rb", ""], ["e/d.rb", ""], ["plain.rb", ""], ["cwd/other/r.rb", ""]]) do |dir|
+      lp = <<~RUBY
+        require "pathname"
+        $LOAD_PATH.unshift("rel", #{"#{dir}/missing".inspect}, #{"#{dir}/plain.rb".inspect}, Pathname(#{"#{dir}/e".inspect}),
+                           #{"#{dir}/e".inspect}, #{"#{dir}/e/".inspect}, #{"#{dir}//e".inspect})
+      RUBY
+      assert_same(script(lp, %w[r p d plain nothing], <<~RUBY), chdir: "#{dir}/cwd")
+        r1 = require("r")
+        Dir.chdir(#{"#{dir}/cwd/other".inspect})   # "rel" now means cwd/other/rel: nothing there
+        $LOADED_FEATURES.reject! { |f| f.end_with?("/r.rb") }
+      RUBY
+    end
+  end
+
+  def test_odd_file_names
+    names = ["café", "日本語", "with space", "dash-ed", "semi;colon", "quote'd", "new\nline", "x.y.z", "tab\tbed"]
+    with_files(names.map { |n| ["e/#{n}.rb", ""] } + [["e/.rb", ""], ["e/dir/.rb", ""]]) do |dir|
+      assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect})", names + ["dir/", "x.y", "x.y.z.rb"]))
+    end
+  end
+
+  def test_fifo_and_directory_named_like_a_ruby_file
+    with_files([["e/pipe.rb", :fifo], ["e/dir.rb/x.rb", ""], ["f/dir.rb", ""], ["f/pipe.rb", ""]]) do |dir|
+      stock, = assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})", %w[dir], <<~RUBY))
+        $pipe = $LOAD_PATH.resolve_feature_path("pipe")
+      RUBY
+      assert_equal "#{dir}/f/dir.rb", stock.report["results"][0][1][1]
+    end
+  end
+end
