@@ -59,7 +59,7 @@ fn reordering_changes_answers_without_rescanning() {
     assert!(index.unknown_roots(&order).is_empty());
     index.set_order(&order);
     assert_eq!(answer(&index, "x"), format!("{}/x.rb", e2.display()));
-    index.set_order(&[e1.clone()]);
+    index.set_order(std::slice::from_ref(&e1));
     assert_eq!(answer(&index, "x"), format!("{}/x.rb", e1.display()));
     index.set_order(&[]);
     assert_eq!(answer(&index, "x"), "missing");
@@ -92,7 +92,7 @@ fn non_canonical_spellings_resolve_to_the_canonical_path() {
     let t = TempTree::new("canon");
     t.file("e/a/b.rb").file("e/foo/.rb");
     let e = t.path("e");
-    let index = index_for(&[e.clone()]);
+    let index = index_for(std::slice::from_ref(&e));
     let want = format!("{}/a/b.rb", e.display());
     for f in ["a/b", "a//b", "a/./b", "a/../a/b", "a/b.rb", "x/../a/b"] {
         assert_eq!(answer(&index, f), want, "{f}");
@@ -105,13 +105,13 @@ fn rescanning_a_root_replaces_its_listing() {
     let t = TempTree::new("rescan");
     t.file("e/old.rb");
     let e = t.path("e");
-    let mut index = index_for(&[e.clone()]);
+    let mut index = index_for(std::slice::from_ref(&e));
     std::fs::remove_file(t.path("e/old.rb")).unwrap();
     t.file("e/new.rb");
-    for l in scan_roots(&[e.clone()], &ScanOptions::default()) {
+    for l in scan_roots(std::slice::from_ref(&e), &ScanOptions::default()) {
         index.add(l);
     }
-    index.set_order(&[e.clone()]);
+    index.set_order(std::slice::from_ref(&e));
     assert_eq!(answer(&index, "old"), "missing");
     assert_eq!(answer(&index, "new"), format!("{}/new.rb", e.display()));
 }

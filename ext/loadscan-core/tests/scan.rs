@@ -73,7 +73,7 @@ fn lists_loadable_files_with_their_kind() {
         .file("g.rb.so");
     t.dir("x.rb/inner");
     t.file("x.rb/inner/y.rb");
-    let l = &scan_all_ways(&[t.root.clone()])[0];
+    let l = &scan_all_ways(std::slice::from_ref(&t.root))[0];
     assert_eq!(
         files(l),
         vec![
@@ -101,7 +101,7 @@ fn symlinks_are_followed_and_loops_become_blind_spots() {
     t.file("outside/o.rb");
     t.link("real/out", "../outside");
     let root = t.path("real");
-    let l = &scan_all_ways(&[root.clone()])[0];
+    let l = &scan_all_ways(std::slice::from_ref(&root))[0];
     let f = files(l);
     assert!(f.contains(&("to_x".into(), Kind::Rb)));
     assert!(

@@ -1,0 +1,37 @@
+# frozen_string_literal: true
+
+require_relative "../test_helper"
+
+# The gem as users get it: `gem build`, then `gem install --local` into an empty GEM_HOME,
+# which compiles the Rust extension from source through extconf.rb; then a boot with it.
+class GemInstallTest < Minitest::Test
+  def test_build_install_and_boot_from_an_empty_gem_home
+    Dir.mktmpdir("loadscan-gem") do |tmp|
+      gem_file = File.join(tmp, "loadscan.gem")
+      home = File.join(tmp, "home")
+      out, status = Open3.capture2e("gem", "build", "loadscan.gemspec", "--output", gem_file, chdir: Loadscan::TestSupport::ROOT)
+      assert status.success?, out
+      # Reuse compiled dependencies from the checkout's target dir: the build stays a real
+      # extconf + cargo build of the unpacked gem, only faster.
+      env = { "GEM_HOME" => home, "GEM_PATH" => home, "RUBYOPT" => nil, "RUBYLIB" => nil,
+              "CARGO_TARGET_DIR" => File.join(Loadscan::TestSupport::ROOT, "target", "gem-install") }
+      out, status = Open3.capture2e(env, "gem", "install", "--local", "--no-document", gem_file)
+      assert status.success?, out
+
+      with_files([["app/lib/hello.rb", "$hello = __FILE__"]]) do |dir|
+        code = <<~RUBY
+          require "loadscan/setup"
+          $LOAD_PATH.unshift(#{"#{dir}/app/lib".inspect})
+          print [Loadscan.active?, $LOADED_FEATURES.grep(/loadscan\\.so/).first, Loadscan.lookup("hello"), require("hello"), $hello].inspect
+        RUBY
+        out, status = Open3.capture2e(env, RbConfig.ruby, "-e", code, chdir: dir)
+        assert status.success?, out
+        active, so, looked_up, required, loaded = eval(out) # rubocop:disable Security/Eval
+        assert active
+        assert so.start_with?(home), "the extension should come from the installed gem, got #{so}"
+        assert_equal "#{dir}/app/lib/hello.rb", looked_up
+        assert_equal [true, "#{dir}/app/lib/hello.rb"], [required, loaded]
+      end
+    end
+  end
+end
