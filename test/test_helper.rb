@@ -16,10 +16,12 @@ require_relative "support/file_tree"
 require_relative "support/ruby_process"
 require_relative "support/assertions"
 require_relative "support/native_ext"
+require_relative "support/boot_fixture"
 
 class Minitest::Test
   include Loadscan::TestSupport::FileTree
   include Loadscan::TestSupport::RubyProcess
   include Loadscan::TestSupport::Assertions
   include Loadscan::TestSupport::NativeExt
+  include Loadscan::TestSupport::BootFixture
 end

@@ -52,20 +52,7 @@ class LookupTest < Minitest::Test
 
     define_method(:"test_boot_requires_like_stock_seed_#{seed}") do
       out, = tree(seed)
-      prelude = File.join(Loadscan::TestSupport::LIB, "loadscan/setup.rb")
-      reports = [nil, prelude].map do |pre|
-        Dir.mktmpdir do |tmp|
-          report = File.join(tmp, "boot.marshal")
-          env = { "BOOT_REPORT" => report, "BOOT_PRELUDE" => pre, "RUBYOPT" => nil }
-          _, err, status = Open3.capture3(env, RbConfig.ruby, File.join(out, "boot.rb"))
-          assert status.success?, err
-          Marshal.load(File.binread(report)) # rubocop:disable Security/MarshalLoad
-        end
-      end
-      stock, fast = reports
-      assert_equal stock["results"], fast["results"]
-      assert_equal stock["log"], fast["log"]
-      assert_same_loaded_features stock["loaded_features"], fast["loaded_features"]
+      assert_boots_like_stock(File.join(out, "boot.rb"))
     end
   end
 end

@@ -115,14 +115,16 @@ fn problem_array(ruby: &Ruby, problems: Vec<(ProblemKind, String)>) -> RArray {
 }
 
 fn stats(ruby: &Ruby) -> Result<Option<RHash>, Error> {
-    let Some((roots, features, scans, entries)) = resolver::stats() else {
+    let Some(s) = resolver::stats() else {
         return Ok(None);
     };
     let h = ruby.hash_new();
-    h.aset(ruby.to_symbol("roots_scanned"), roots)?;
-    h.aset(ruby.to_symbol("features"), features)?;
-    h.aset(ruby.to_symbol("scans"), scans)?;
-    h.aset(ruby.to_symbol("load_path_entries"), entries)?;
+    h.aset(ruby.to_symbol("roots_scanned"), s.roots_scanned)?;
+    h.aset(ruby.to_symbol("features"), s.features)?;
+    h.aset(ruby.to_symbol("scans"), s.scans)?;
+    h.aset(ruby.to_symbol("load_path_entries"), s.load_path_entries)?;
+    h.aset(ruby.to_symbol("hits"), s.hits)?;
+    h.aset(ruby.to_symbol("deferred"), s.deferred)?;
     Ok(Some(h))
 }
 

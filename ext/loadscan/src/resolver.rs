@@ -26,6 +26,9 @@ struct State {
     reported: usize,
     scanned_roots: usize,
     scans: usize,
+    /// Requires answered with a path from the index, and requires left to Ruby.
+    hits: usize,
+    deferred: usize,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -51,6 +54,8 @@ pub fn start(load_path: VALUE, options: ScanOptions) {
         reported: 0,
         scanned_roots: 0,
         scans: 0,
+        hits: 0,
+        deferred: 0,
     };
     *STATE.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
 }
@@ -122,6 +127,19 @@ pub fn lookup(feature: &[u8]) -> Answer {
 /// is not in the index, or Ruby already provides it under some spelling (or is loading it),
 /// in which case Ruby's `require` answers `false` or handles the circular require itself.
 pub fn resolve(feature: &[u8]) -> Option<Vec<u8>> {
+    let answer = resolve_uncounted(feature);
+    if let Ok(mut g) = STATE.try_lock() {
+        if let Some(s) = g.as_mut() {
+            match answer {
+                Some(_) => s.hits += 1,
+                None => s.deferred += 1,
+            }
+        }
+    }
+    answer
+}
+
+fn resolve_uncounted(feature: &[u8]) -> Option<Vec<u8>> {
     let path = match lookup(feature) {
         Answer::Path(p) => p,
         _ => return None,
@@ -169,14 +187,25 @@ pub fn unreported_problems() -> Vec<(ProblemKind, String)> {
     }
 }
 
-/// Counters for `Loadscan.stats`: (roots, features, scans, entries on the load path).
-pub fn stats() -> Option<(usize, usize, usize, usize)> {
+/// Counters for `Loadscan.stats`.
+pub struct Stats {
+    pub roots_scanned: usize,
+    pub features: usize,
+    pub scans: usize,
+    pub load_path_entries: usize,
+    pub hits: usize,
+    pub deferred: usize,
+}
+
+pub fn stats() -> Option<Stats> {
     let g = STATE.try_lock().ok()?;
     let s = g.as_ref()?;
-    Some((
-        s.scanned_roots,
-        s.index.len(),
-        s.scans,
-        s.load_path.entries().len(),
-    ))
+    Some(Stats {
+        roots_scanned: s.scanned_roots,
+        features: s.index.len(),
+        scans: s.scans,
+        load_path_entries: s.load_path.entries().len(),
+        hits: s.hits,
+        deferred: s.deferred,
+    })
 }

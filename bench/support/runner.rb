@@ -1,0 +1,89 @@
+# frozen_string_literal: true
+
+require "json"
+require "fileutils"
+require "rbconfig"
+require_relative "stats"
+
+module Bench
+  ROOT = File.expand_path("../..", __dir__)
+  OUT_DIR = File.join(ROOT, "tmp", "bench")
+  RUBY = RbConfig.ruby
+
+  # A variant to time: a name, an environment, an argv, and an optional untimed `prepare`
+  # lambda run right before every timed run (wiping a cache dir, touching a tree…).
+  Variant = Struct.new(:name, :env, :argv, :prepare, keyword_init: true)
+
+  module Runner
+    module_function
+
+    # Wall time of one fresh process, in seconds: CLOCK_MONOTONIC around spawn + wait.
+    # stdout goes to /dev/null; stderr is kept and shown if the process fails.
+    def time_once(env, argv)
+      err = File.join(OUT_DIR, "last-stderr.#{Process.pid}")
+      FileUtils.mkdir_p(OUT_DIR)
+      t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      pid = Process.spawn(env, *argv, out: File::NULL, err: err)
+      _, status = Process.wait2(pid)
+      t = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+      unless status.success?
+        raise "failed (#{status.inspect}): #{argv.join(" ")}\n#{File.read(err)[0, 4000]}"
+      end
+
+      msg = File.read(err)
+      warn_once(msg) unless msg.empty?
+      t
+    ensure
+      File.delete(err) if err && File.exist?(err)
+    end
+
+    def warn_once(msg)
+      @warned ||= {}
+      return if @warned[msg]
+
+      @warned[msg] = true
+      warn "  (stderr) #{msg.lines.first(3).join.strip}"
+    end
+
+    # Runs every variant `runs` times, alternating: round r runs the variants in the order
+    # rotated by r (A B C, B C A, C A B, …) so drift and order effects spread evenly.
+    # `warmup` untimed rounds first (page cache, caches filled). Returns {name => [seconds]}.
+    def alternate(variants, runs:, warmup: 1, progress: nil)
+      times = variants.to_h { |v| [v.name, []] }
+      (warmup + runs).times do |r|
+        variants.rotate(r % variants.size).each do |v|
+          v.prepare&.call
+          t = time_once(v.env || {}, v.argv)
+          times[v.name] << t if r >= warmup
+        end
+        progress&.call(r - warmup + 1, runs) if r >= warmup
+      end
+      times
+    end
+
+    def write_json(name, data)
+      FileUtils.mkdir_p(OUT_DIR)
+      path = File.join(OUT_DIR, "#{name}.json")
+      File.write(path, JSON.pretty_generate(data))
+      path
+    end
+
+    # Plain-text table: header row + rows of cells (strings), columns left/right aligned.
+    def table(header, rows)
+      all = [header] + rows
+      widths = header.each_index.map { |i| all.map { |r| r[i].to_s.size }.max }
+      line = lambda do |r|
+        r.each_with_index.map { |c, i| i.zero? ? c.to_s.ljust(widths[i]) : c.to_s.rjust(widths[i]) }.join("  ")
+      end
+      ([line.(header), widths.map { |w| "-" * w }.join("  ")] + rows.map(&line)).join("\n")
+    end
+
+    def fmt_ratio(r)
+      return "-" unless r
+
+      format("%.2f [%.2f–%.2f]", r[:ratio], r[:lo], r[:hi])
+    end
+
+    def ms(seconds) = format("%.1f", seconds * 1000)
+  end
+end
