@@ -29,10 +29,27 @@ module Loadscan
         return false
       end
 
-      Native.start($LOAD_PATH, @config.dlext, @config.threads)
+      warning = Native.start($LOAD_PATH, @config.dlext, @config.threads, @config.cache_dir, @config.env_key,
+                             Process.euid, @config.validate == "listing", @config.stable_dirs)
+      Warnings.once(:cache, warning) if warning
       Native.sync
       require_relative "loadscan/core_ext/kernel"
+      install_at_exit_save
       @active = true
+    end
+
+    # Writes the cache now if anything changed since it was read (loadscan also does this at
+    # exit of the process that set it up). Returns :written, :clean or :skipped; a failure is
+    # one warning and :failed, never an exception.
+    def save
+      return :skipped unless active? && @config.cache_dir && !@config.readonly
+
+      pause = ENV["LOADSCAN_TEST_WRITE_PAUSE"].to_f # test hook: stop halfway through a write
+      result = Native.save(pause)
+      return result if result.is_a?(Symbol)
+
+      Warnings.once(:cache_write, result)
+      :failed
     end
 
     # Whether `require` currently goes through loadscan.
@@ -56,6 +73,14 @@ module Loadscan
     # `:dangling`, …): lookups below those paths go to Ruby's require.
     def problems
       active? ? Native.problems : []
+    end
+
+    private def install_at_exit_save
+      return if @at_exit_installed
+
+      @at_exit_installed = true
+      owner = Process.pid
+      at_exit { save if Process.pid == owner } # forked children (server workers) do not write
     end
 
     # Stops answering from the index; `require` behaves as stock Ruby. For tests.

@@ -33,7 +33,9 @@ module Loadscan
           File.write(script, PRELUDE + code)
           opts = ruby_opts.dup
           opts += ["-r", File.join(Loadscan::TestSupport::LIB, "loadscan/setup.rb")] if loadscan
-          env = { "LOADSCAN_TEST_REPORT" => report, "RUBYOPT" => nil, "RUBYLIB" => nil }.merge(env)
+          # Each run gets a cold cache of its own unless the test passes LOADSCAN_CACHE_DIR.
+          env = { "LOADSCAN_TEST_REPORT" => report, "RUBYOPT" => nil, "RUBYLIB" => nil,
+                  "LOADSCAN_CACHE_DIR" => File.join(tmp, "cache") }.merge(env)
           cmd = ["timeout", timeout.to_s, RbConfig.ruby, *opts, script, *args]
           cmd = %w[setpriv --reuid=nobody --regid=nogroup --clear-groups] + cmd if as_nobody
           stdout, stderr, status = Open3.capture3(env, *cmd, chdir: chdir)

@@ -18,5 +18,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod hash;
 pub mod index;
 pub mod scan;
+pub mod store;

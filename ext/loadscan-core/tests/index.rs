@@ -18,9 +18,7 @@ fn index_for(order: &[PathBuf]) -> Index {
 
 fn answer(index: &Index, feature: &str) -> String {
     match index.lookup(feature.as_bytes()) {
-        Resolution::Found { root, stem, kind } => {
-            String::from_utf8(index.path_of(root, &stem, kind)).unwrap()
-        }
+        Resolution::Found { root, stem, kind } => String::from_utf8(index.path_of(root, &stem, kind)).unwrap(),
         Resolution::Missing => "missing".into(),
         Resolution::Unknown => "unknown".into(),
     }
@@ -29,12 +27,7 @@ fn answer(index: &Index, feature: &str) -> String {
 #[test]
 fn rb_in_a_later_entry_beats_so_in_an_earlier_one() {
     let t = TempTree::new("prec");
-    t.file("e1/foo.so")
-        .file("e2/foo.rb")
-        .file("e1/bar.so")
-        .file("e2/bar.so")
-        .file("e1/baz.rb")
-        .file("e2/baz.rb");
+    t.file("e1/foo.so").file("e2/foo.rb").file("e1/bar.so").file("e2/bar.so").file("e1/baz.rb").file("e2/baz.rb");
     let (e1, e2) = (t.path("e1"), t.path("e2"));
     let index = index_for(&[e1.clone(), e2.clone()]);
     let p = |root: &PathBuf, f: &str| format!("{}/{f}", root.display());
@@ -68,19 +61,13 @@ fn reordering_changes_answers_without_rescanning() {
 #[test]
 fn blind_spots_in_earlier_entries_make_the_answer_unknown() {
     let t = TempTree::new("blind");
-    t.file("e1/.hidden/x.rb")
-        .file("e2/.hidden/x.rb")
-        .file("e2/y.so")
-        .file("e3/loop/z.rb");
+    t.file("e1/.hidden/x.rb").file("e2/.hidden/x.rb").file("e2/y.so").file("e3/loop/z.rb");
     t.link("e3/loop/again", "..");
     let (e1, e2, e3) = (t.path("e1"), t.path("e2"), t.path("e3"));
     let index = index_for(&[e1.clone(), e2.clone(), e3.clone()]);
     assert_eq!(answer(&index, ".hidden/x"), "unknown");
     assert_eq!(answer(&index, "loop/again/x"), "unknown");
-    assert_eq!(
-        answer(&index, "loop/z"),
-        format!("{}/loop/z.rb", e3.display())
-    );
+    assert_eq!(answer(&index, "loop/z"), format!("{}/loop/z.rb", e3.display()));
     assert_eq!(answer(&index, "y"), format!("{}/y.so", e2.display()));
     // A blind spot only matters when it comes before the answer.
     let index = index_for(&[e2.clone(), e1.clone()]);

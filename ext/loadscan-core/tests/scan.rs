@@ -3,30 +3,19 @@
 mod common;
 
 use common::{Rng, TempTree};
-use loadscan_core::scan::{
-    scan_roots, scan_serial, FileEntry, Kind, Listing, ProblemKind, RootState, ScanOptions,
-};
+use loadscan_core::scan::{scan_roots, scan_serial, FileEntry, Kind, Listing, ProblemKind, RootState, ScanOptions};
 use std::path::PathBuf;
 
 fn opts(threads: usize) -> ScanOptions {
-    ScanOptions {
-        threads,
-        ..ScanOptions::default()
-    }
+    ScanOptions { threads, ..ScanOptions::default() }
 }
 
 fn files(l: &Listing) -> Vec<(String, Kind)> {
-    l.files
-        .iter()
-        .map(|FileEntry { stem, kind }| (String::from_utf8_lossy(stem).into_owned(), *kind))
-        .collect()
+    l.files.iter().map(|FileEntry { stem, kind }| (String::from_utf8_lossy(stem).into_owned(), *kind)).collect()
 }
 
 fn blind(l: &Listing) -> Vec<String> {
-    l.blind
-        .iter()
-        .map(|b| String::from_utf8_lossy(b).into_owned())
-        .collect()
+    l.blind.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect()
 }
 
 /// Scans `roots` serially and with 1, 2 and 4 threads; all must agree. Returns the listings.
@@ -38,23 +27,9 @@ fn scan_all_ways(roots: &[PathBuf]) -> Vec<Listing> {
         for (f, o) in fast.iter().zip(&oracle) {
             assert_eq!(f.root, o.root);
             assert_eq!(f.state, o.state, "state of {:?}", o.root);
-            assert_eq!(
-                files(f),
-                files(o),
-                "files of {:?} with {threads} threads",
-                o.root
-            );
-            assert_eq!(
-                blind(f),
-                blind(o),
-                "blind spots of {:?} with {threads} threads",
-                o.root
-            );
-            assert_eq!(
-                f.dirs, o.dirs,
-                "dirs of {:?} with {threads} threads",
-                o.root
-            );
+            assert_eq!(files(f), files(o), "files of {:?} with {threads} threads", o.root);
+            assert_eq!(blind(f), blind(o), "blind spots of {:?} with {threads} threads", o.root);
+            assert_eq!(f.dirs, o.dirs, "dirs of {:?} with {threads} threads", o.root);
         }
     }
     oracle
@@ -63,14 +38,7 @@ fn scan_all_ways(roots: &[PathBuf]) -> Vec<Listing> {
 #[test]
 fn lists_loadable_files_with_their_kind() {
     let t = TempTree::new("kinds");
-    t.file("a.rb")
-        .file("a.so")
-        .file("b/c.rb")
-        .file("b/d.txt")
-        .file("e.o")
-        .file("f.bundle")
-        .file(".rb")
-        .file("g.rb.so");
+    t.file("a.rb").file("a.so").file("b/c.rb").file("b/d.txt").file("e.o").file("f.bundle").file(".rb").file("g.rb.so");
     t.dir("x.rb/inner");
     t.file("x.rb/inner/y.rb");
     let l = &scan_all_ways(std::slice::from_ref(&t.root))[0];
@@ -108,41 +76,23 @@ fn symlinks_are_followed_and_loops_become_blind_spots() {
         f.contains(&("sub_again/y".into(), Kind::Rb)),
         "a link to a dir listed elsewhere is listed under its own name"
     );
-    assert!(
-        f.contains(&("out/o".into(), Kind::Rb)),
-        "a link out of the root is followed"
-    );
-    assert!(
-        f.contains(&("up/outside/o".into(), Kind::Rb)),
-        "a link to the root's parent is followed"
-    );
+    assert!(f.contains(&("out/o".into(), Kind::Rb)), "a link out of the root is followed");
+    assert!(f.contains(&("up/outside/o".into(), Kind::Rb)), "a link to the root's parent is followed");
     assert!(!f.iter().any(|(s, _)| s.starts_with("dangling")));
     // `up/real` is `real` again: the loop is cut there, not at `up`.
     assert_eq!(blind(l), vec!["self".to_string(), "up/real".to_string()]);
     let fast = scan_roots(&[root], &opts(2));
     assert!(fast[0].problems.iter().any(|p| p.kind == ProblemKind::Loop));
-    assert!(fast[0]
-        .problems
-        .iter()
-        .any(|p| p.kind == ProblemKind::Dangling));
+    assert!(fast[0].problems.iter().any(|p| p.kind == ProblemKind::Dangling));
 }
 
 #[test]
 fn dot_dirs_and_node_modules_are_skipped_as_blind_spots_but_dot_files_are_listed() {
     let t = TempTree::new("skip");
-    t.file("lib/.hidden.rb")
-        .file("lib/.git/x.rb")
-        .file("lib/node_modules/y.rb")
-        .file("lib/ok/z.rb");
+    t.file("lib/.hidden.rb").file("lib/.git/x.rb").file("lib/node_modules/y.rb").file("lib/ok/z.rb");
     let l = &scan_all_ways(&[t.path("lib")])[0];
-    assert_eq!(
-        files(l),
-        vec![(".hidden".into(), Kind::Rb), ("ok/z".into(), Kind::Rb)]
-    );
-    assert_eq!(
-        blind(l),
-        vec![".git".to_string(), "node_modules".to_string()]
-    );
+    assert_eq!(files(l), vec![(".hidden".into(), Kind::Rb), ("ok/z".into(), Kind::Rb)]);
+    assert_eq!(blind(l), vec![".git".to_string(), "node_modules".to_string()]);
 }
 
 #[test]
@@ -153,19 +103,13 @@ fn missing_roots_files_and_fifos() {
     let ls = scan_all_ways(&[t.path("nope"), t.path("plain.rb"), t.path("d")]);
     assert_eq!(ls[0].state, RootState::Missing);
     assert_eq!(ls[1].state, RootState::NotDir);
-    assert_eq!(
-        files(&ls[2]),
-        vec![("pipe".into(), Kind::Rb)],
-        "Ruby's rb_file_load_ok accepts a fifo"
-    );
+    assert_eq!(files(&ls[2]), vec![("pipe".into(), Kind::Rb)], "Ruby's rb_file_load_ok accepts a fifo");
 }
 
 #[test]
 fn unreadable_dirs_are_blind_spots() {
     if common::is_root() {
-        eprintln!(
-            "skipped: permissions do not apply to root (covered by the Ruby suite as nobody)"
-        );
+        eprintln!("skipped: permissions do not apply to root (covered by the Ruby suite as nobody)");
         return;
     }
     use std::os::unix::fs::PermissionsExt;
@@ -185,18 +129,10 @@ fn caps_make_the_root_blind_instead_of_running_away() {
         deep.push_str(&format!("/d{i}"));
     }
     t.file(&format!("{deep}/x.rb"));
-    let shallow = ScanOptions {
-        max_depth: 3,
-        threads: 2,
-        ..ScanOptions::default()
-    };
+    let shallow = ScanOptions { max_depth: 3, threads: 2, ..ScanOptions::default() };
     let l = &scan_roots(&[t.path("lib")], &shallow)[0];
     assert_eq!(blind(l), vec!["d0/d1/d2/d3".to_string()]);
-    let tiny = ScanOptions {
-        max_files: 0,
-        threads: 2,
-        ..ScanOptions::default()
-    };
+    let tiny = ScanOptions { max_files: 0, threads: 2, ..ScanOptions::default() };
     let l = &scan_roots(&[t.path("lib")], &tiny)[0];
     assert_eq!(blind(l), vec!["".to_string()]);
     assert!(l.files.is_empty());
@@ -204,18 +140,7 @@ fn caps_make_the_root_blind_instead_of_running_away() {
 
 #[test]
 fn random_trees_agree_with_the_oracle() {
-    let names = [
-        "a",
-        "b",
-        "c",
-        "café",
-        "日本",
-        "with space",
-        "x-y",
-        ".dot",
-        "node_modules",
-        "z.rb",
-    ];
+    let names = ["a", "b", "c", "café", "日本", "with space", "x-y", ".dot", "node_modules", "z.rb"];
     let exts = [".rb", ".so", ".o", ".txt", ""];
     for seed in 0..25 {
         let mut rng = Rng::new(seed);
@@ -248,10 +173,7 @@ fn random_trees_agree_with_the_oracle() {
                 }
             }
         }
-        let roots: Vec<PathBuf> = ["e0", "e1", "e2", "nope"]
-            .iter()
-            .map(|r| t.path(r))
-            .collect();
+        let roots: Vec<PathBuf> = ["e0", "e1", "e2", "nope"].iter().map(|r| t.path(r)).collect();
         scan_all_ways(&roots);
     }
 }

@@ -2,7 +2,8 @@
 //! core's answers to Ruby values; the logic lives in the core crate.
 //!
 //! Defines `Loadscan::Native`:
-//! - `start(load_path, dlext, threads)`, `stop` — follow `$LOAD_PATH` (or stop doing so);
+//! - `start(...)`, `stop` — follow `$LOAD_PATH` with an optional cache (or stop doing so);
+//! - `save(pause)` — write the cache if anything changed;
 //! - `resolve(feature)` — the path `require` would load now, or `nil` (Ruby decides);
 //! - `lookup(feature)` — the index's answer: a path, `:missing` or `:unknown`;
 //! - `sync`, `problems`, `stats`.
@@ -11,9 +12,14 @@ mod load_path;
 mod nogvl;
 mod resolver;
 
-use loadscan_core::scan::ProblemKind;
+use loadscan_core::index::SyncPolicy;
+use loadscan_core::scan::{ProblemKind, ScanOptions};
+use loadscan_core::store::Validation;
 use magnus::{function, prelude::*, Error, RArray, RHash, RModule, RString, Ruby, Value};
 use resolver::Answer;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 
 fn string_bytes(v: Value) -> Option<Vec<u8>> {
     // Only real Strings take the fast path; anything else (to_path / to_str objects, wrong
@@ -24,26 +30,53 @@ fn string_bytes(v: Value) -> Option<Vec<u8>> {
 
 fn path_string(ruby: &Ruby, path: &[u8], like: Value) -> RString {
     let s = ruby.str_from_slice(path);
-    unsafe {
-        rb_sys::rb_enc_copy(
-            magnus::rb_sys::AsRawValue::as_raw(s),
-            magnus::rb_sys::AsRawValue::as_raw(like),
-        )
-    };
+    unsafe { rb_sys::rb_enc_copy(magnus::rb_sys::AsRawValue::as_raw(s), magnus::rb_sys::AsRawValue::as_raw(like)) };
     s
 }
 
-fn start(load_path: RArray, dlext: RString, threads: usize) -> Result<(), Error> {
-    let mut options = loadscan_core::scan::ScanOptions::default();
-    let dlext = unsafe { dlext.as_slice() };
+/// `start(load_path, dlext, threads, cache_dir, env_key, uid, listing, stable_dirs)`:
+/// `cache_dir` nil for no cache; `listing` true for LOADSCAN_VALIDATE=listing. Returns nil, or
+/// why an existing cache could not be used.
+#[allow(clippy::too_many_arguments)]
+fn start(
+    load_path: RArray,
+    dlext: RString,
+    threads: usize,
+    cache_dir: Option<RString>,
+    env_key: RString,
+    uid: u32,
+    listing: bool,
+    stable: Vec<String>,
+) -> Result<Option<String>, Error> {
+    let mut scan = ScanOptions::default();
+    let dlext = unsafe { dlext.as_slice() }.to_vec();
     if !dlext.is_empty() {
-        options.dlext = dlext.to_vec();
+        scan.dlext = dlext;
     }
     if threads > 0 {
-        options.threads = threads;
+        scan.threads = threads;
     }
-    resolver::start(magnus::rb_sys::AsRawValue::as_raw(load_path), options);
-    Ok(())
+    let validation = if listing { Validation::Listing } else { Validation::Mtime };
+    let policy = SyncPolicy { scan, validation, stable: stable.into_iter().map(PathBuf::from).collect() };
+    let cache = cache_dir.map(|dir| resolver::Cache {
+        dir: PathBuf::from(OsStr::from_bytes(unsafe { dir.as_slice() })),
+        env: unsafe { env_key.as_slice() }.to_vec(),
+        uid,
+    });
+    let dlext = policy.scan.dlext.clone();
+    Ok(resolver::start(magnus::rb_sys::AsRawValue::as_raw(load_path), &dlext, policy, cache))
+}
+
+/// `save(pause_seconds)`: `:written`, `:clean` (nothing changed), `:skipped` (no cache), or
+/// the reason the write failed (a String).
+fn save(ruby: &Ruby, pause: f64) -> Value {
+    let pause = (pause > 0.0).then(|| std::time::Duration::from_secs_f64(pause));
+    match resolver::save(pause) {
+        resolver::Saved::Written => ruby.to_symbol("written").as_value(),
+        resolver::Saved::Clean => ruby.to_symbol("clean").as_value(),
+        resolver::Saved::Skipped => ruby.to_symbol("skipped").as_value(),
+        resolver::Saved::Failed(why) => ruby.str_new(&why).as_value(),
+    }
 }
 
 /// Hands problems from scans since the last report to `Loadscan::Warnings.scan_problems`
@@ -53,10 +86,8 @@ fn report_problems(ruby: &Ruby) {
     if new.is_empty() {
         return;
     }
-    let warnings: Result<RModule, Error> = ruby
-        .class_object()
-        .const_get::<_, RModule>("Loadscan")
-        .and_then(|m| m.const_get("Warnings"));
+    let warnings: Result<RModule, Error> =
+        ruby.class_object().const_get::<_, RModule>("Loadscan").and_then(|m| m.const_get("Warnings"));
     if let Ok(w) = warnings {
         let _: Result<Value, Error> = w.funcall("scan_problems", (problem_array(ruby, new),));
     }
@@ -106,10 +137,8 @@ fn problem_array(ruby: &Ruby, problems: Vec<(ProblemKind, String)>) -> RArray {
             ProblemKind::TooLarge => "too_large",
             ProblemKind::Vanished => "vanished",
         };
-        let _ = out.push(ruby.ary_new_from_values(&[
-            ruby.to_symbol(kind).as_value(),
-            ruby.str_new(&message).as_value(),
-        ]));
+        let _ =
+            out.push(ruby.ary_new_from_values(&[ruby.to_symbol(kind).as_value(), ruby.str_new(&message).as_value()]));
     }
     out
 }
@@ -120,6 +149,8 @@ fn stats(ruby: &Ruby) -> Result<Option<RHash>, Error> {
     };
     let h = ruby.hash_new();
     h.aset(ruby.to_symbol("roots_scanned"), s.roots_scanned)?;
+    h.aset(ruby.to_symbol("roots_refreshed"), s.roots_refreshed)?;
+    h.aset(ruby.to_symbol("roots_from_cache"), s.roots_from_cache)?;
     h.aset(ruby.to_symbol("features"), s.features)?;
     h.aset(ruby.to_symbol("scans"), s.scans)?;
     h.aset(ruby.to_symbol("load_path_entries"), s.load_path_entries)?;
@@ -131,7 +162,8 @@ fn stats(ruby: &Ruby) -> Result<Option<RHash>, Error> {
 #[magnus::init]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let native = ruby.define_module("Loadscan")?.define_module("Native")?;
-    native.define_module_function("start", function!(start, 3))?;
+    native.define_module_function("start", function!(start, 8))?;
+    native.define_module_function("save", function!(save, 1))?;
     native.define_module_function("stop", function!(resolver::stop, 0))?;
     native.define_module_function("resolve", function!(resolve, 1))?;
     native.define_module_function("lookup", function!(lookup, 1))?;

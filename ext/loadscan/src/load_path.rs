@@ -130,10 +130,7 @@ impl LoadPath {
                 }
             };
             let bytes = unsafe {
-                std::slice::from_raw_parts(
-                    rb_sys::RSTRING_PTR(s) as *const u8,
-                    rb_sys::RSTRING_LEN(s) as usize,
-                )
+                std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, rb_sys::RSTRING_LEN(s) as usize)
             };
             if bytes.contains(&0) {
                 return (out, dynamic, Some(Opaque::BadEntry));
@@ -154,9 +151,7 @@ impl LoadPath {
             let real = self
                 .realpaths
                 .entry(abs)
-                .or_insert_with_key(|abs| {
-                    std::fs::canonicalize(abs).unwrap_or_else(|_| lexical(abs))
-                })
+                .or_insert_with_key(|abs| std::fs::canonicalize(abs).unwrap_or_else(|_| lexical(abs)))
                 .clone();
             out.push(real);
         }

@@ -21,10 +21,7 @@ unsafe extern "C" fn trampoline<F: FnOnce() -> R, R>(data: *mut c_void) -> *mut 
 
 /// Runs `f` with the GVL released and returns its result.
 pub fn without_gvl<F: FnOnce() -> R, R>(f: F) -> R {
-    let mut call = Call {
-        f: Some(f),
-        result: None,
-    };
+    let mut call = Call { f: Some(f), result: None };
     unsafe {
         rb_sys::rb_thread_call_without_gvl(
             Some(trampoline::<F, R>),

@@ -9,8 +9,9 @@ use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::{Mutex, TryLockError};
 
-use loadscan_core::index::{Index, Resolution};
-use loadscan_core::scan::{scan_roots, ProblemKind, ScanOptions};
+use loadscan_core::index::{Index, Resolution, SyncPolicy};
+use loadscan_core::scan::ProblemKind;
+use loadscan_core::store::{self, LoadError, TrustPolicy};
 use rb_sys::VALUE;
 
 use crate::load_path::LoadPath;
@@ -19,12 +20,15 @@ use crate::nogvl::without_gvl;
 struct State {
     index: Index,
     load_path: LoadPath,
-    options: ScanOptions,
+    policy: SyncPolicy,
+    cache: Option<Cache>,
     /// Everything scans worked around, oldest first (capped at `MAX_PROBLEMS`).
     problems: Vec<(ProblemKind, String)>,
     /// How many of `problems` were handed out for a warning already.
     reported: usize,
     scanned_roots: usize,
+    refreshed_roots: usize,
+    fresh_roots: usize,
     scans: usize,
     /// Requires answered with a path from the index, and requires left to Ruby.
     hits: usize,
@@ -44,20 +48,87 @@ pub enum Answer {
     Unknown,
 }
 
-/// Starts following `load_path` (drops any earlier state).
-pub fn start(load_path: VALUE, options: ScanOptions) {
+/// Where the cache lives and what it must match.
+pub struct Cache {
+    /// The cache directory; the file is `dir/index`.
+    pub dir: PathBuf,
+    /// Loadscan version, Ruby revision, platform, DLEXT: a file with another key is ignored.
+    pub env: Vec<u8>,
+    /// The uid that must own the file.
+    pub uid: u32,
+}
+
+const CACHE_FILE: &str = "index";
+/// Roots off the load path this long are dropped from the cache when it is written.
+const PRUNE_AFTER_S: i64 = 30 * 24 * 3600;
+
+/// Starts following `load_path` (drops any earlier state). With a cache, its snapshot serves
+/// the roots it knows; the answer is why an existing cache was not used (for a warning).
+pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<Cache>) -> Option<String> {
+    let (index, warning) = match &cache {
+        Some(c) => {
+            let path = c.dir.join(CACHE_FILE);
+            let trust = TrustPolicy { uid: c.uid };
+            match without_gvl(|| store::load(&path, &c.env, trust)) {
+                Ok(snapshot) => (Index::from_snapshot(dlext, snapshot), None),
+                Err(LoadError::Missing) => (Index::new(dlext), None),
+                Err(e) => (Index::new(dlext), Some(format!("{e}: {}; scanning instead", path.display()))),
+            }
+        }
+        None => (Index::new(dlext), None),
+    };
     let state = State {
-        index: Index::new(&options.dlext),
+        index,
         load_path: LoadPath::new(load_path),
-        options,
+        policy,
+        cache,
         problems: Vec::new(),
         reported: 0,
         scanned_roots: 0,
+        refreshed_roots: 0,
+        fresh_roots: 0,
         scans: 0,
         hits: 0,
         deferred: 0,
     };
     *STATE.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
+    warning
+}
+
+/// What `save` did.
+pub enum Saved {
+    /// Nothing changed since the cache was read.
+    Clean,
+    /// Written.
+    Written,
+    /// No cache configured, or loadscan is stopped or busy.
+    Skipped,
+    /// The write failed (the reason, for a warning).
+    Failed(String),
+}
+
+/// Writes the cache if anything changed. `pause` is the test hook that stops mid-write.
+pub fn save(pause: Option<std::time::Duration>) -> Saved {
+    let mut guard = match STATE.try_lock() {
+        Ok(g) => g,
+        Err(_) => return Saved::Skipped,
+    };
+    let Some(state) = guard.as_mut() else { return Saved::Skipped };
+    let Some(cache) = &state.cache else { return Saved::Skipped };
+    if !state.index.is_dirty() {
+        return Saved::Clean;
+    }
+    let index = &state.index;
+    let result = without_gvl(|| {
+        let now =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+        let bytes = store::encode(&index.records(now, now - PRUNE_AFTER_S), &cache.env);
+        store::write_atomic(&cache.dir, CACHE_FILE, &bytes, pause)
+    });
+    match result {
+        Ok(_) => Saved::Written,
+        Err(e) => Saved::Failed(format!("could not write the cache in {}: {e}", cache.dir.display())),
+    }
 }
 
 /// Stops: every later resolve answers `Unknown`.
@@ -73,30 +144,25 @@ impl State {
             Ok(Some(entries)) => entries.to_vec(),
             Err(_) => return false,
         };
-        let unknown = self.index.unknown_roots(&order);
-        if !unknown.is_empty() {
-            let options = &self.options;
-            let listings = without_gvl(|| scan_roots(&unknown, options));
+        let (index, policy) = (&mut self.index, &self.policy);
+        let report = without_gvl(|| index.sync(&order, policy));
+        if report.scanned + report.refreshed > 0 {
             self.scans += 1;
-            self.scanned_roots += listings.len();
-            for mut listing in listings {
-                for p in listing.problems.drain(..) {
-                    if p.kind != ProblemKind::Skipped && self.problems.len() < MAX_PROBLEMS {
-                        self.problems.push((p.kind, p.to_string()));
-                    }
-                }
-                self.index.add(listing);
+            self.scanned_roots += report.scanned;
+            self.refreshed_roots += report.refreshed;
+        }
+        self.fresh_roots += report.fresh;
+        for p in report.problems {
+            if p.kind != ProblemKind::Skipped && self.problems.len() < MAX_PROBLEMS {
+                self.problems.push((p.kind, p.to_string()));
             }
         }
-        self.index.set_order(&order);
         true
     }
 
     fn answer(&self, feature: &[u8]) -> Answer {
         match self.index.lookup(feature) {
-            Resolution::Found { root, stem, kind } => {
-                Answer::Path(self.index.path_of(root, &stem, kind))
-            }
+            Resolution::Found { root, stem, kind } => Answer::Path(self.index.path_of(root, &stem, kind)),
             Resolution::Missing => Answer::Missing,
             Resolution::Unknown => Answer::Unknown,
         }
@@ -161,7 +227,7 @@ fn resolve_uncounted(feature: &[u8]) -> Option<Vec<u8>> {
 
 /// Syncs now (scanning new entries); returns how many roots are known.
 pub fn sync() -> Option<usize> {
-    with_synced(|s| s.index.listings().count())
+    with_synced(|s| s.index.root_count())
 }
 
 /// Every problem noticed while scanning so far.
@@ -190,6 +256,8 @@ pub fn unreported_problems() -> Vec<(ProblemKind, String)> {
 /// Counters for `Loadscan.stats`.
 pub struct Stats {
     pub roots_scanned: usize,
+    pub roots_refreshed: usize,
+    pub roots_from_cache: usize,
     pub features: usize,
     pub scans: usize,
     pub load_path_entries: usize,
@@ -202,6 +270,8 @@ pub fn stats() -> Option<Stats> {
     let s = g.as_ref()?;
     Some(Stats {
         roots_scanned: s.scanned_roots,
+        roots_refreshed: s.refreshed_roots,
+        roots_from_cache: s.fresh_roots,
         features: s.index.len(),
         scans: s.scans,
         load_path_entries: s.load_path.entries().len(),

@@ -31,9 +31,7 @@ impl Query {
     /// path), NUL bytes (Ruby raises), and `..` climbing above the entry.
     pub fn parse(feature: &[u8], dlext: &[u8]) -> Option<Query> {
         match feature {
-            [] | [b'/', ..] | [b'~', ..] | [b'.', b'/', ..] | [b'.', b'.', b'/', ..] => {
-                return None
-            }
+            [] | [b'/', ..] | [b'~', ..] | [b'.', b'/', ..] | [b'.', b'.', b'/', ..] => return None,
             _ if feature.contains(&0) => return None,
             _ => {}
         }
@@ -50,10 +48,7 @@ impl Query {
             }
             _ => (feature, Want::Bare),
         };
-        Some(Query {
-            stem: canonical(base)?,
-            want,
-        })
+        Some(Query { stem: canonical(base)?, want })
     }
 }
 

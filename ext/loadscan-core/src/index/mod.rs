@@ -21,9 +21,13 @@ use rustc_hash::FxHashMap;
 pub use feature::{suffix, Query, Want};
 use ids::IdList;
 
-use crate::scan::{Kind, Listing};
+use crate::scan::{refresh, scan_roots, Kind, Listing, ScanOptions, ScanProblem};
+use crate::store::{check_root, Freshness, RootRecord, Snapshot, Validation};
 
 const NOT_ON_PATH: u32 = u32::MAX;
+
+/// A root with its load-path position: `(rank, id)`, compared rank first.
+type Ranked = (u32, RootId);
 
 /// Identifies a scanned root inside one [`Index`].
 pub type RootId = u32;
@@ -55,22 +59,63 @@ struct Postings {
 
 struct Root {
     path: Vec<u8>,
-    listing: Listing,
+    /// The listing, for roots scanned in this process (`None`: served from the snapshot).
+    listing: Option<Listing>,
+    /// The root's index in the snapshot, while the snapshot still speaks for it.
+    base: Option<u32>,
+    /// Replaced by a newer listing under another id: never ranked again.
+    retired: bool,
+    volatile: bool,
+    scanned_at_ns: i64,
+    last_used_s: i64,
+    /// Snapshot roots are revalidated the first time they are on the load path.
+    checked: bool,
 }
 
-/// The merged index over every root scanned so far.
+/// How [`Index::sync`] scans and revalidates.
+#[derive(Clone, Debug)]
+pub struct SyncPolicy {
+    /// Scanner options.
+    pub scan: ScanOptions,
+    /// What revalidation of cached roots compares.
+    pub validation: Validation,
+    /// Roots under these directories are stable (installed gems, Ruby's own dirs).
+    pub stable: Vec<PathBuf>,
+}
+
+/// What a sync did.
+#[derive(Debug, Default)]
+pub struct SyncReport {
+    /// Roots scanned whole (new, or cached but changed).
+    pub scanned: usize,
+    /// Cached roots where only changed directories were listed again.
+    pub refreshed: usize,
+    /// Cached roots confirmed unchanged.
+    pub fresh: usize,
+    /// What the scans worked around.
+    pub problems: Vec<ScanProblem>,
+}
+
+/// The merged index: roots from a cache snapshot (looked up in place) plus roots scanned in
+/// this process (an in-memory overlay).
 pub struct Index {
     dlext: Vec<u8>,
     roots: Vec<Root>,
     ids: FxHashMap<Vec<u8>, RootId>,
     rank: Vec<u32>,
+    base: Option<Snapshot>,
     features: FxHashMap<Box<[u8]>, Postings>,
     blind: FxHashMap<Box<[u8]>, IdList>,
+    dirty: bool,
 }
 
 fn bytes(p: &Path) -> &[u8] {
     use std::os::unix::ffi::OsStrExt;
     p.as_os_str().as_bytes()
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
 }
 
 impl Index {
@@ -81,18 +126,52 @@ impl Index {
             roots: Vec::new(),
             ids: FxHashMap::default(),
             rank: Vec::new(),
+            base: None,
             features: FxHashMap::default(),
             blind: FxHashMap::default(),
+            dirty: false,
         }
+    }
+
+    /// An index serving the roots of a cache snapshot (each revalidated on first use).
+    pub fn from_snapshot(dlext: &[u8], snapshot: Snapshot) -> Self {
+        let mut index = Index::new(dlext);
+        for i in 0..snapshot.root_count() {
+            let Some(r) = snapshot.root(i) else {
+                // A damaged record: the root is simply unknown and gets scanned when needed.
+                index.push_root(Root::retired());
+                continue;
+            };
+            let id = index.push_root(Root {
+                path: r.path.to_vec(),
+                listing: None,
+                base: Some(i as u32),
+                retired: false,
+                volatile: r.volatile,
+                scanned_at_ns: r.scanned_at_ns,
+                last_used_s: r.last_used_s,
+                checked: false,
+            });
+            index.ids.entry(r.path.to_vec()).or_insert(id);
+        }
+        index.base = Some(snapshot);
+        index
+    }
+
+    fn push_root(&mut self, root: Root) -> RootId {
+        self.roots.push(root);
+        self.rank.push(NOT_ON_PATH);
+        (self.roots.len() - 1) as RootId
+    }
+
+    /// Whether something changed since the snapshot was loaded (worth writing a new one).
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
     }
 
     /// The roots of `order` that have not been added yet (to scan them before `add`).
     pub fn unknown_roots(&self, order: &[PathBuf]) -> Vec<PathBuf> {
-        let mut out: Vec<PathBuf> = order
-            .iter()
-            .filter(|p| !self.ids.contains_key(bytes(p)))
-            .cloned()
-            .collect();
+        let mut out: Vec<PathBuf> = order.iter().filter(|p| !self.ids.contains_key(bytes(p))).cloned().collect();
         out.sort();
         out.dedup();
         out
@@ -100,18 +179,34 @@ impl Index {
 
     /// Adds a scanned root (replacing an earlier listing of the same path).
     pub fn add(&mut self, listing: Listing) -> RootId {
+        self.add_scanned(listing, false, now_ns())
+    }
+
+    fn add_scanned(&mut self, listing: Listing, volatile: bool, scanned_at_ns: i64) -> RootId {
+        self.dirty = true;
         let path = bytes(&listing.root).to_vec();
-        if let Some(&id) = self.ids.get(&path) {
-            self.forget(id);
-            self.index(id, &listing);
-            self.roots[id as usize].listing = listing;
-            return id;
+        if let Some(&old) = self.ids.get(&path) {
+            if self.roots[old as usize].listing.is_some() {
+                self.forget(old);
+            }
+            let r = &mut self.roots[old as usize];
+            r.retired = true;
+            r.base = None;
+            self.rank[old as usize] = NOT_ON_PATH;
         }
         let id = self.roots.len() as RootId;
         self.index(id, &listing);
         self.ids.insert(path.clone(), id);
-        self.roots.push(Root { path, listing });
-        self.rank.push(NOT_ON_PATH);
+        self.push_root(Root {
+            path,
+            listing: Some(listing),
+            base: None,
+            retired: false,
+            volatile,
+            scanned_at_ns,
+            last_used_s: 0,
+            checked: true,
+        });
         id
     }
 
@@ -124,15 +219,12 @@ impl Index {
             }
         }
         for b in &listing.blind {
-            self.blind
-                .entry(b.as_slice().into())
-                .or_default()
-                .insert(id);
+            self.blind.entry(b.as_slice().into()).or_default().insert(id);
         }
     }
 
     fn forget(&mut self, id: RootId) {
-        let listing = &self.roots[id as usize].listing;
+        let Some(listing) = self.roots[id as usize].listing.take() else { return };
         for f in &listing.files {
             if let Some(p) = self.features.get_mut(f.stem.as_slice()) {
                 p.rb.remove(id);
@@ -164,6 +256,98 @@ impl Index {
         }
     }
 
+    fn is_stable(path: &Path, policy: &SyncPolicy) -> bool {
+        policy.stable.iter().any(|s| path.starts_with(s))
+    }
+
+    /// Brings the index in line with `order`: revalidates cached roots on their first use,
+    /// lists changed directories again, scans roots never seen, then ranks them.
+    pub fn sync(&mut self, order: &[PathBuf], policy: &SyncPolicy) -> SyncReport {
+        let mut report = SyncReport::default();
+        let mut to_scan: Vec<PathBuf> = Vec::new();
+        let mut seen: FxHashMap<&[u8], ()> = FxHashMap::default();
+        for path in order {
+            if seen.insert(bytes(path), ()).is_some() {
+                continue;
+            }
+            let Some(&id) = self.ids.get(bytes(path)) else {
+                to_scan.push(path.clone());
+                continue;
+            };
+            let root = &self.roots[id as usize];
+            let (Some(base), false) = (root.base, root.checked) else { continue };
+            let volatile = !Self::is_stable(path, policy);
+            let snapshot = self.base.as_ref().expect("a base root implies a snapshot");
+            let verdict = match snapshot.root(base as usize) {
+                Some(view) => check_root(snapshot, &view, volatile, policy.validation),
+                None => Freshness::Rescan,
+            };
+            match verdict {
+                Freshness::Fresh => {
+                    report.fresh += 1;
+                    self.roots[id as usize].checked = true;
+                }
+                Freshness::Rescan => to_scan.push(path.clone()),
+                Freshness::Refresh(dirs) => {
+                    let old = snapshot.root(base as usize).and_then(|v| snapshot.listing(&v));
+                    match old {
+                        Some(old) => {
+                            let started = now_ns();
+                            let mut listing = refresh(&old, &dirs, &policy.scan);
+                            report.problems.append(&mut listing.problems);
+                            report.refreshed += 1;
+                            self.add_scanned(listing, volatile, started);
+                        }
+                        None => to_scan.push(path.clone()),
+                    }
+                }
+            }
+        }
+        if !to_scan.is_empty() {
+            let started = now_ns();
+            for mut listing in scan_roots(&to_scan, &policy.scan) {
+                report.problems.append(&mut listing.problems);
+                report.scanned += 1;
+                let volatile = !Self::is_stable(&listing.root, policy);
+                self.add_scanned(listing, volatile, started);
+            }
+        }
+        self.set_order(order);
+        report
+    }
+
+    /// Every live root as a record to write, dropping roots that are not on the current load
+    /// path and were last used before `prune_before_s`.
+    pub fn records(&self, now_s: i64, prune_before_s: i64) -> Vec<RootRecord> {
+        let mut out = Vec::new();
+        for (id, r) in self.roots.iter().enumerate() {
+            if r.retired {
+                continue;
+            }
+            let on_path = self.rank[id] != NOT_ON_PATH;
+            let last_used_s = if on_path { now_s } else { r.last_used_s };
+            if !on_path && last_used_s < prune_before_s {
+                continue;
+            }
+            let listing = match (&r.listing, r.base, &self.base) {
+                (Some(l), _, _) => Some(Listing {
+                    root: l.root.clone(),
+                    state: l.state,
+                    files: l.files.clone(),
+                    dirs: l.dirs.clone(),
+                    blind: l.blind.clone(),
+                    problems: Vec::new(),
+                }),
+                (None, Some(b), Some(s)) => s.root(b as usize).and_then(|v| s.listing(&v)),
+                _ => None,
+            };
+            if let Some(listing) = listing {
+                out.push(RootRecord { listing, volatile: r.volatile, scanned_at_ns: r.scanned_at_ns, last_used_s });
+            }
+        }
+        out
+    }
+
     /// Which file `require(feature)` would load, ignoring what is already loaded.
     pub fn lookup(&self, feature: &[u8]) -> Resolution {
         match Query::parse(feature, &self.dlext) {
@@ -172,16 +356,36 @@ impl Index {
         }
     }
 
-    fn best(&self, ids: &IdList) -> Option<(u32, RootId)> {
-        ids.iter()
-            .map(|id| (self.rank[id as usize], id))
-            .filter(|&(r, _)| r != NOT_ON_PATH)
-            .min()
+    fn ranked(&self, id: RootId) -> Option<(u32, RootId)> {
+        let r = *self.rank.get(id as usize)?;
+        (r != NOT_ON_PATH).then_some((r, id))
+    }
+
+    /// The best-ranked roots having `stem.rb` and `stem.<dlext>`.
+    fn best(&self, stem: &[u8]) -> (Option<Ranked>, Option<Ranked>) {
+        let (mut rb, mut ext) = (None, None);
+        let consider = |slot: &mut Option<(u32, RootId)>, id: RootId| {
+            if let Some(c) = self.ranked(id) {
+                *slot = Some(slot.map_or(c, |s: (u32, RootId)| s.min(c)));
+            }
+        };
+        if let Some(p) = self.features.get(stem) {
+            p.rb.iter().for_each(|id| consider(&mut rb, id));
+            p.ext.iter().for_each(|id| consider(&mut ext, id));
+        }
+        if let Some(s) = &self.base {
+            if let Some((prb, pext)) = s.lookup(stem) {
+                s.for_each_id(prb, |id| consider(&mut rb, id));
+                s.for_each_id(pext, |id| consider(&mut ext, id));
+            }
+        }
+        (rb, ext)
     }
 
     /// The first rank at which a blind spot could hide a file for this stem.
     fn first_blind(&self, stem: &[u8]) -> u32 {
-        if self.blind.is_empty() {
+        let base = self.base.as_ref().filter(|s| s.has_blind());
+        if self.blind.is_empty() && base.is_none() {
             return NOT_ON_PATH;
         }
         let mut first = NOT_ON_PATH;
@@ -189,6 +393,13 @@ impl Index {
             if let Some(ids) = self.blind.get(prefix) {
                 for id in ids.iter() {
                     first = first.min(self.rank[id as usize]);
+                }
+            }
+            if let Some(s) = base {
+                if let Some(p) = s.blind(prefix) {
+                    s.for_each_id(p, |id| {
+                        first = first.min(self.rank.get(id as usize).copied().unwrap_or(NOT_ON_PATH))
+                    });
                 }
             }
         };
@@ -202,26 +413,16 @@ impl Index {
     }
 
     fn lookup_query(&self, q: Query) -> Resolution {
-        let postings = self.features.get(q.stem.as_slice());
-        let rb = postings.and_then(|p| self.best(&p.rb));
-        let ext = postings.and_then(|p| self.best(&p.ext));
+        let (rb, ext) = self.best(&q.stem);
         let blind = self.first_blind(&q.stem);
         let found = |(rank, root): (u32, RootId), kind| {
             if rank < blind {
-                Resolution::Found {
-                    root,
-                    stem: q.stem.clone(),
-                    kind,
-                }
+                Resolution::Found { root, stem: q.stem.clone(), kind }
             } else {
                 Resolution::Unknown
             }
         };
-        let unseen = if blind == NOT_ON_PATH {
-            Resolution::Missing
-        } else {
-            Resolution::Unknown
-        };
+        let unseen = if blind == NOT_ON_PATH { Resolution::Missing } else { Resolution::Unknown };
         match q.want {
             Want::Rb => rb.map_or(unseen, |w| found(w, Kind::Rb)),
             Want::Ext => ext.map_or(unseen, |w| found(w, Kind::Ext)),
@@ -249,21 +450,33 @@ impl Index {
         out
     }
 
-    /// The listing of every root added, with its id.
-    pub fn listings(&self) -> impl Iterator<Item = (RootId, &Listing)> {
-        self.roots
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (i as RootId, &r.listing))
+    /// How many roots are known (scanned here or served from the snapshot).
+    pub fn root_count(&self) -> usize {
+        self.roots.iter().filter(|r| !r.retired).count()
     }
 
-    /// How many distinct feature stems are indexed.
+    /// How many distinct feature stems are indexed (snapshot and overlay, overlaps counted twice).
     pub fn len(&self) -> usize {
-        self.features.len()
+        self.features.len() + self.base.as_ref().map_or(0, |s| s.feature_count())
     }
 
     /// Whether nothing is indexed.
     pub fn is_empty(&self) -> bool {
-        self.features.is_empty()
+        self.len() == 0
+    }
+}
+
+impl Root {
+    fn retired() -> Self {
+        Root {
+            path: Vec::new(),
+            listing: None,
+            base: None,
+            retired: true,
+            volatile: false,
+            scanned_at_ns: 0,
+            last_used_s: 0,
+            checked: true,
+        }
     }
 }

@@ -33,6 +33,9 @@ pub struct DirRecord {
     pub rel: Vec<u8>,
     /// Its stamp at the time it was read.
     pub stamp: DirStamp,
+    /// Order-independent digest of its entries' names and types (`LOADSCAN_VALIDATE=listing`
+    /// compares this instead of the stamp, so a fresh checkout with new mtimes stays valid).
+    pub digest: u64,
 }
 
 /// A loadable file: its path relative to the root without the extension, and its kind.
@@ -127,14 +130,7 @@ pub struct Listing {
 impl Listing {
     /// An empty listing for `root` in the given state.
     pub fn empty(root: PathBuf, state: RootState) -> Self {
-        Listing {
-            root,
-            state,
-            files: Vec::new(),
-            dirs: Vec::new(),
-            blind: Vec::new(),
-            problems: Vec::new(),
-        }
+        Listing { root, state, files: Vec::new(), dirs: Vec::new(), blind: Vec::new(), problems: Vec::new() }
     }
 
     /// Puts files, dirs and blind spots in canonical order (scans in parallel finish in any order).

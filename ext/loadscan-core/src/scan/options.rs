@@ -22,19 +22,13 @@ pub struct ScanOptions {
 impl Default for ScanOptions {
     fn default() -> Self {
         ScanOptions {
-            dlext: if cfg!(target_os = "macos") {
-                b"bundle".to_vec()
-            } else {
-                b"so".to_vec()
-            },
+            dlext: if cfg!(target_os = "macos") { b"bundle".to_vec() } else { b"so".to_vec() },
             skip_dot_dirs: true,
             skip_dirs: vec![b"node_modules".to_vec()],
             max_depth: 48,
             max_dirs: 100_000,
             max_files: 1_000_000,
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get().min(8))
-                .unwrap_or(1),
+            threads: std::thread::available_parallelism().map(|n| n.get().min(8)).unwrap_or(1),
         }
     }
 }
@@ -54,7 +48,6 @@ impl ScanOptions {
 
     /// Whether a directory of this name is skipped.
     pub(crate) fn skips(&self, name: &[u8]) -> bool {
-        (self.skip_dot_dirs && name.first() == Some(&b'.'))
-            || self.skip_dirs.iter().any(|s| s == name)
+        (self.skip_dot_dirs && name.first() == Some(&b'.')) || self.skip_dirs.iter().any(|s| s == name)
     }
 }

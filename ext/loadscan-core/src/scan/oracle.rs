@@ -7,9 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use super::listing::{
-    DirRecord, DirStamp, FileEntry, Listing, ProblemKind, RootState, ScanProblem,
-};
+use super::listing::{DirRecord, DirStamp, FileEntry, Listing, ProblemKind, RootState, ScanProblem};
 use super::options::ScanOptions;
 
 /// Scans one root serially with `stat` per entry.
@@ -20,15 +18,7 @@ pub fn scan_serial(root: &Path, opts: &ScanOptions) -> Listing {
         Ok(md) if !md.is_dir() => listing.state = RootState::NotDir,
         _ => {
             let mut dirs = 0;
-            visit(
-                root,
-                Vec::new(),
-                0,
-                &mut Vec::new(),
-                opts,
-                &mut listing,
-                &mut dirs,
-            );
+            visit(root, Vec::new(), 0, &mut Vec::new(), opts, &mut listing, &mut dirs);
         }
     }
     if listing.files.len() > opts.max_files {
@@ -68,11 +58,7 @@ fn visit(
         Ok(md) => md,
         Err(e) => {
             out.blind.push(rel);
-            out.problems.push(ScanProblem {
-                kind: ProblemKind::Unreadable,
-                path: dir.to_path_buf(),
-                error: Some(e),
-            });
+            out.problems.push(ScanProblem { kind: ProblemKind::Unreadable, path: dir.to_path_buf(), error: Some(e) });
             return;
         }
     };
@@ -85,23 +71,28 @@ fn visit(
         Ok(entries) => entries,
         Err(e) => {
             out.blind.push(rel);
-            out.problems.push(ScanProblem {
-                kind: ProblemKind::Unreadable,
-                path: dir.to_path_buf(),
-                error: Some(e),
-            });
+            out.problems.push(ScanProblem { kind: ProblemKind::Unreadable, path: dir.to_path_buf(), error: Some(e) });
             return;
         }
     };
-    out.dirs.push(DirRecord {
-        rel: rel.clone(),
-        stamp: DirStamp {
-            dev: md.dev(),
-            ino: md.ino(),
-            mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
-            size: md.size(),
-        },
+    let stamp = DirStamp {
+        dev: md.dev(),
+        ino: md.ino(),
+        mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
+        size: md.size(),
+    };
+    let digest = entries.iter().fold(0u64, |acc, e| {
+        let tag: u64 = match std::fs::metadata(e.path()) {
+            Ok(md) if md.is_dir() => 1,
+            Ok(md) if md.is_file() || md.file_type().is_fifo() || md.file_type().is_char_device() => 2,
+            Ok(_) => 3,
+            Err(err) if err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(40) => 4,
+            Err(_) => 5,
+        };
+        let name = crate::hash::stable_hash(e.file_name().as_bytes());
+        acc.wrapping_add(name.wrapping_add(tag.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
     });
+    out.dirs.push(DirRecord { rel: rel.clone(), stamp, digest });
     let mut subdirs: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     for entry in entries {
         let name = entry.file_name();
@@ -109,9 +100,7 @@ fn visit(
         let path = entry.path();
         let md = match std::fs::metadata(&path) {
             Ok(md) => md,
-            Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(40) => {
-                continue
-            } // dangling / ELOOP
+            Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(40) => continue, // dangling / ELOOP
             Err(_) => {
                 out.blind.push(rel_join(&rel, name));
                 continue;
@@ -126,10 +115,7 @@ fn visit(
             }
         } else if ft.is_file() || ft.is_fifo() || ft.is_char_device() {
             if let Some((kind, stem_len)) = opts.classify(name) {
-                out.files.push(FileEntry {
-                    stem: rel_join(&rel, &name[..stem_len]),
-                    kind,
-                });
+                out.files.push(FileEntry { stem: rel_join(&rel, &name[..stem_len]), kind });
             }
         }
     }

@@ -10,6 +10,25 @@ use std::path::Path;
 
 use super::listing::DirStamp;
 
+impl Found {
+    /// A small tag for the listing digest.
+    pub(crate) fn tag(&self) -> u64 {
+        match self {
+            Found::Dir => 1,
+            Found::File => 2,
+            Found::Ignore => 3,
+            Found::Dangling(_) => 4,
+            Found::Unknown(_) => 5,
+        }
+    }
+}
+
+/// The digest contribution of one entry; a directory's digest is the wrapping sum over its
+/// entries, so the order `readdir` returns them in does not matter.
+pub(crate) fn entry_digest(name: &[u8], found: &Found) -> u64 {
+    crate::hash::stable_hash(name).wrapping_add(found.tag().wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
 /// What a directory entry is, after following a symlink.
 #[derive(Debug)]
 pub(crate) enum Found {
@@ -41,12 +60,7 @@ mod imp {
     }
 
     pub(crate) fn list(path: &Path, mut visit: impl FnMut(&[u8], Found)) -> io::Result<DirStamp> {
-        let fd = openat(
-            CWD,
-            path,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+        let fd = openat(CWD, path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
         let st = fstat(&fd)?;
         let stamp = DirStamp {
             dev: st.st_dev,
@@ -63,15 +77,13 @@ mod imp {
                 continue;
             }
             let found = match entry.file_type() {
-                FileType::Symlink | FileType::Unknown => {
-                    match statat(&fd, entry.file_name(), AtFlags::empty()) {
-                        Ok(st) => from_type(FileType::from_raw_mode(st.st_mode)),
-                        Err(e) if e == rustix::io::Errno::NOENT || e == rustix::io::Errno::LOOP => {
-                            Found::Dangling(e.into())
-                        }
-                        Err(e) => Found::Unknown(e.into()),
+                FileType::Symlink | FileType::Unknown => match statat(&fd, entry.file_name(), AtFlags::empty()) {
+                    Ok(st) => from_type(FileType::from_raw_mode(st.st_mode)),
+                    Err(e) if e == rustix::io::Errno::NOENT || e == rustix::io::Errno::LOOP => {
+                        Found::Dangling(e.into())
                     }
-                }
+                    Err(e) => Found::Unknown(e.into()),
+                },
                 t => from_type(t),
             };
             visit(name, found);

@@ -9,6 +9,7 @@
 //! listed elsewhere is listed again under its own name, because `require` would find files
 //! through it under that name. A cut loop becomes a blind spot.
 
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -18,7 +19,7 @@ use std::sync::{Condvar, Mutex};
 
 use super::listing::{DirRecord, FileEntry, Listing, ProblemKind, RootState, ScanProblem};
 use super::options::ScanOptions;
-use super::readdir::{list, Found};
+use super::readdir::{entry_digest, list, Found};
 
 /// One directory to list.
 struct Job {
@@ -32,6 +33,11 @@ struct Job {
 /// What listing one directory gave.
 struct Output {
     root: usize,
+    rel: Vec<u8>,
+    /// Every subdirectory found (descended into or kept from an earlier listing).
+    children: Vec<Vec<u8>>,
+    /// A refreshed directory that no longer exists (its parent's relisting drops it).
+    gone: bool,
     dir: Option<DirRecord>,
     files: Vec<FileEntry>,
     blind: Vec<Vec<u8>>,
@@ -61,6 +67,9 @@ struct Walk<'a> {
     roots: &'a [PathBuf],
     opts: &'a ScanOptions,
     dirs_seen: Vec<AtomicUsize>,
+    /// When refreshing: directories whose contents come from the earlier listing, so a
+    /// relisted parent does not descend into them again.
+    keep: Option<&'a HashSet<Vec<u8>>>,
 }
 
 impl Walk<'_> {
@@ -70,53 +79,47 @@ impl Walk<'_> {
         let path = join(root, &job.rel);
         let mut out = Output {
             root: job.root,
+            rel: job.rel.clone(),
+            children: Vec::new(),
+            gone: false,
             dir: None,
             files: Vec::new(),
             blind: Vec::new(),
             problems: Vec::new(),
             state: None,
         };
+        let mut digest = 0u64;
         let mut subdirs: Vec<Vec<u8>> = Vec::new();
-        let problem =
-            |kind, path: PathBuf, error: Option<io::Error>| ScanProblem { kind, path, error };
+        let problem = |kind, path: PathBuf, error: Option<io::Error>| ScanProblem { kind, path, error };
 
         if self.dirs_seen[job.root].fetch_add(1, Ordering::Relaxed) >= self.opts.max_dirs {
             out.blind.push(Vec::new());
-            out.problems
-                .push(problem(ProblemKind::TooLarge, root.clone(), None));
+            out.problems.push(problem(ProblemKind::TooLarge, root.clone(), None));
             return (out, Vec::new());
         }
-        let result = list(&path, |name, found| match found {
-            Found::Dir => {
-                if self.opts.skips(name) {
+        let result = list(&path, |name, found| {
+            digest = digest.wrapping_add(entry_digest(name, &found));
+            match found {
+                Found::Dir => {
+                    if self.opts.skips(name) {
+                        out.blind.push(child_rel(&job.rel, name));
+                    } else {
+                        subdirs.push(child_rel(&job.rel, name));
+                    }
+                }
+                Found::File => {
+                    if let Some((kind, stem_len)) = self.opts.classify(name) {
+                        out.files.push(FileEntry { stem: child_rel(&job.rel, &name[..stem_len]), kind });
+                    }
+                }
+                Found::Ignore => {}
+                Found::Dangling(e) => {
+                    out.problems.push(problem(ProblemKind::Dangling, path.join(OsStr::from_bytes(name)), Some(e)));
+                }
+                Found::Unknown(e) => {
                     out.blind.push(child_rel(&job.rel, name));
-                } else {
-                    subdirs.push(child_rel(&job.rel, name));
+                    out.problems.push(problem(ProblemKind::Unreadable, path.join(OsStr::from_bytes(name)), Some(e)));
                 }
-            }
-            Found::File => {
-                if let Some((kind, stem_len)) = self.opts.classify(name) {
-                    out.files.push(FileEntry {
-                        stem: child_rel(&job.rel, &name[..stem_len]),
-                        kind,
-                    });
-                }
-            }
-            Found::Ignore => {}
-            Found::Dangling(e) => {
-                out.problems.push(problem(
-                    ProblemKind::Dangling,
-                    path.join(OsStr::from_bytes(name)),
-                    Some(e),
-                ));
-            }
-            Found::Unknown(e) => {
-                out.blind.push(child_rel(&job.rel, name));
-                out.problems.push(problem(
-                    ProblemKind::Unreadable,
-                    path.join(OsStr::from_bytes(name)),
-                    Some(e),
-                ));
             }
         });
         let stamp = match result {
@@ -126,6 +129,7 @@ impl Walk<'_> {
                 match e.raw_os_error() {
                     Some(2) if top => out.state = Some(RootState::Missing), // ENOENT
                     Some(20) if top => out.state = Some(RootState::NotDir), // ENOTDIR
+                    Some(2) | Some(20) if self.keep.is_some() => out.gone = true,
                     errno => {
                         // Whatever was gathered before the error is kept (it exists); the rest
                         // of the directory is unknown.
@@ -156,15 +160,14 @@ impl Walk<'_> {
             out.problems.push(problem(ProblemKind::Loop, path, None));
             return (out, Vec::new());
         }
-        out.dir = Some(DirRecord {
-            rel: job.rel.clone(),
-            stamp,
-        });
+        out.dir = Some(DirRecord { rel: job.rel.clone(), stamp, digest });
+        let kept = |rel: &Vec<u8>| self.keep.is_some_and(|k| k.contains(rel));
+        out.children = subdirs.clone();
+        subdirs.retain(|rel| !kept(rel));
         let mut jobs = Vec::with_capacity(subdirs.len());
         if job.depth >= self.opts.max_depth {
             if !subdirs.is_empty() {
-                out.problems
-                    .push(problem(ProblemKind::TooLarge, path, None));
+                out.problems.push(problem(ProblemKind::TooLarge, path, None));
                 out.blind.extend(subdirs);
             }
         } else {
@@ -172,12 +175,7 @@ impl Walk<'_> {
                 let mut ancestors = Vec::with_capacity(job.ancestors.len() + 1);
                 ancestors.extend_from_slice(&job.ancestors);
                 ancestors.push(id);
-                jobs.push(Job {
-                    root: job.root,
-                    rel,
-                    depth: job.depth + 1,
-                    ancestors,
-                });
+                jobs.push(Job { root: job.root, rel, depth: job.depth + 1, ancestors });
             }
         }
         (out, jobs)
@@ -192,22 +190,117 @@ struct Queue {
 
 /// Scans every root and returns one listing per root, in the same order.
 pub fn scan_roots(roots: &[PathBuf], opts: &ScanOptions) -> Vec<Listing> {
+    let walk = Walk { roots, opts, dirs_seen: roots.iter().map(|_| AtomicUsize::new(0)).collect(), keep: None };
+    let initial: Vec<Job> =
+        (0..roots.len()).rev().map(|root| Job { root, rel: Vec::new(), depth: 0, ancestors: Vec::new() }).collect();
+    let outputs = run_jobs(&walk, initial, roots.len());
+    assemble(roots, opts, outputs)
+}
+
+/// Lists the directories of `old` that changed (`changed`, relative paths) again and returns
+/// the updated listing: files and blind spots directly in a changed directory are replaced,
+/// new subdirectories are scanned whole, vanished ones are dropped with everything below
+/// them, and every other directory keeps what `old` had (their own stamps vouch for them).
+pub fn refresh(old: &Listing, changed: &[Vec<u8>], opts: &ScanOptions) -> Listing {
+    let roots = std::slice::from_ref(&old.root);
+    let stamps: HashMap<&[u8], (u64, u64)> =
+        old.dirs.iter().map(|d| (d.rel.as_slice(), (d.stamp.dev, d.stamp.ino))).collect();
+    let mut jobs = Vec::new();
+    for rel in changed {
+        // The ancestors' identities come from the old listing (validated by the caller).
+        let prefixes: Vec<&[u8]> = std::iter::once(&rel[..0])
+            .chain(rel.iter().enumerate().filter(|&(_, &c)| c == b'/').map(|(i, _)| &rel[..i]))
+            .filter(|p| p.len() < rel.len())
+            .collect();
+        let ancestors: Option<Vec<(u64, u64)>> = prefixes.iter().map(|p| stamps.get(p).copied()).collect();
+        match ancestors {
+            Some(ancestors) if old.state == RootState::Dir => {
+                jobs.push(Job { root: 0, rel: rel.clone(), depth: ancestors.len(), ancestors })
+            }
+            _ => {
+                return scan_roots(roots, opts)
+                    .pop()
+                    .unwrap_or_else(|| Listing::empty(old.root.clone(), RootState::Missing))
+            }
+        }
+    }
+    let keep: HashSet<Vec<u8>> = old.dirs.iter().map(|d| d.rel.clone()).collect();
     let walk = Walk {
         roots,
         opts,
-        dirs_seen: roots.iter().map(|_| AtomicUsize::new(0)).collect(),
+        dirs_seen: vec![AtomicUsize::new(old.dirs.len().min(opts.max_dirs / 2))],
+        keep: Some(&keep),
     };
-    let initial: Vec<Job> = (0..roots.len())
-        .rev()
-        .map(|root| Job {
-            root,
-            rel: Vec::new(),
-            depth: 0,
-            ancestors: Vec::new(),
-        })
+    let outputs = run_jobs(&walk, jobs, 1);
+    if outputs.iter().any(|o| o.rel.is_empty() && matches!(o.state, Some(RootState::Missing | RootState::NotDir))) {
+        return scan_roots(roots, opts).pop().unwrap_or_else(|| Listing::empty(old.root.clone(), RootState::Missing));
+    }
+    merge(old, outputs, opts)
+}
+
+fn parent(rel: &[u8]) -> &[u8] {
+    match rel.iter().rposition(|&c| c == b'/') {
+        Some(i) => &rel[..i],
+        None => &rel[..0],
+    }
+}
+
+fn under(rel: &[u8], prefix: &[u8]) -> bool {
+    rel == prefix || (rel.len() > prefix.len() && rel.starts_with(prefix) && rel[prefix.len()] == b'/')
+}
+
+fn merge(old: &Listing, outputs: Vec<Output>, opts: &ScanOptions) -> Listing {
+    let mut relisted: HashSet<Vec<u8>> = HashSet::new();
+    let mut gone: Vec<Vec<u8>> = Vec::new();
+    let mut children: HashMap<Vec<u8>, HashSet<Vec<u8>>> = HashMap::new();
+    for o in &outputs {
+        if o.gone {
+            gone.push(o.rel.clone());
+        } else if o.dir.is_some() {
+            // Listed now (a changed directory or a new one below it), with its children.
+            relisted.insert(o.rel.clone());
+            children.insert(o.rel.clone(), o.children.iter().cloned().collect());
+        } else {
+            // Unreadable now, or a loop: everything below it becomes unknown.
+            relisted.insert(o.rel.clone());
+            gone.push(o.rel.clone());
+        }
+    }
+    for d in &old.dirs {
+        let p = parent(&d.rel);
+        if !d.rel.is_empty() && relisted.contains(p) && !children.get(p).is_some_and(|c| c.contains(&d.rel)) {
+            gone.push(d.rel.clone());
+        }
+    }
+    let dead = |rel: &[u8]| gone.iter().any(|g| under(rel, g));
+    let mut listing = Listing::empty(old.root.clone(), old.state);
+    listing.files =
+        old.files.iter().filter(|f| !relisted.contains(parent(&f.stem)) && !dead(&f.stem)).cloned().collect();
+    listing.dirs = old.dirs.iter().filter(|d| !relisted.contains(&d.rel) && !dead(&d.rel)).cloned().collect();
+    listing.blind = old
+        .blind
+        .iter()
+        .filter(|b| !relisted.contains(b.as_slice()) && !relisted.contains(parent(b)) && !dead(b))
+        .cloned()
         .collect();
-    let threads = opts.threads.max(1).min(roots.len().max(1) * 64);
-    let outputs: Vec<Output> = if threads == 1 {
+    let mut outs = outputs;
+    for o in &mut outs {
+        o.state = None;
+    }
+    let mut merged = assemble(std::slice::from_ref(&old.root), opts, outs);
+    let fresh = merged.pop().unwrap_or_else(|| Listing::empty(old.root.clone(), old.state));
+    listing.files.extend(fresh.files);
+    listing.dirs.extend(fresh.dirs);
+    listing.blind.extend(fresh.blind);
+    listing.problems = fresh.problems;
+    finish(&mut listing, opts);
+    listing
+}
+
+fn run_jobs(walk: &Walk, initial: Vec<Job>, roots: usize) -> Vec<Output> {
+    let opts = walk.opts;
+    let threads = opts.threads.max(1).min(roots.max(1) * 64);
+    if threads == 1 {
         let mut stack = initial;
         let mut outs = Vec::new();
         while let Some(job) = stack.pop() {
@@ -215,64 +308,53 @@ pub fn scan_roots(roots: &[PathBuf], opts: &ScanOptions) -> Vec<Listing> {
             outs.push(out);
             stack.extend(more);
         }
-        outs
-    } else {
-        let queue = Mutex::new(Queue {
-            jobs: initial,
-            busy: 0,
-        });
-        let ready = Condvar::new();
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut outs = Vec::new();
-                        loop {
-                            let job = {
-                                let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-                                loop {
-                                    if let Some(job) = q.jobs.pop() {
-                                        q.busy += 1;
-                                        break Some(job);
-                                    }
-                                    if q.busy == 0 {
-                                        break None;
-                                    }
-                                    q = ready.wait(q).unwrap_or_else(|p| p.into_inner());
-                                }
-                            };
-                            let Some(job) = job else {
-                                ready.notify_all();
-                                return outs;
-                            };
-                            let (out, more) = walk.run(job);
-                            outs.push(out);
+        return outs;
+    }
+    let queue = Mutex::new(Queue { jobs: initial, busy: 0 });
+    let ready = Condvar::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut outs = Vec::new();
+                    loop {
+                        let job = {
                             let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-                            q.busy -= 1;
-                            let wake = !more.is_empty() || q.busy == 0;
-                            q.jobs.extend(more);
-                            drop(q);
-                            if wake {
-                                ready.notify_all();
+                            loop {
+                                if let Some(job) = q.jobs.pop() {
+                                    q.busy += 1;
+                                    break Some(job);
+                                }
+                                if q.busy == 0 {
+                                    break None;
+                                }
+                                q = ready.wait(q).unwrap_or_else(|p| p.into_inner());
                             }
+                        };
+                        let Some(job) = job else {
+                            ready.notify_all();
+                            return outs;
+                        };
+                        let (out, more) = walk.run(job);
+                        outs.push(out);
+                        let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                        q.busy -= 1;
+                        let wake = !more.is_empty() || q.busy == 0;
+                        q.jobs.extend(more);
+                        drop(q);
+                        if wake {
+                            ready.notify_all();
                         }
-                    })
+                    }
                 })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
-        })
-    };
-    assemble(roots, opts, outputs)
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    })
 }
 
 fn assemble(roots: &[PathBuf], opts: &ScanOptions, outputs: Vec<Output>) -> Vec<Listing> {
-    let mut listings: Vec<Listing> = roots
-        .iter()
-        .map(|r| Listing::empty(r.clone(), RootState::Missing))
-        .collect();
+    let mut listings: Vec<Listing> = roots.iter().map(|r| Listing::empty(r.clone(), RootState::Missing)).collect();
     for out in outputs {
         let l = &mut listings[out.root];
         if let Some(state) = out.state {
@@ -284,19 +366,20 @@ fn assemble(roots: &[PathBuf], opts: &ScanOptions, outputs: Vec<Output>) -> Vec<
         l.problems.extend(out.problems);
     }
     for l in &mut listings {
-        if l.files.len() > opts.max_files {
-            l.files.clear();
-            l.blind.push(Vec::new());
-            l.problems.push(ScanProblem {
-                kind: ProblemKind::TooLarge,
-                path: l.root.clone(),
-                error: None,
-            });
-        }
-        if l.blind.iter().any(|b| b.is_empty()) {
-            l.blind.retain(|b| b.is_empty());
-        }
-        l.normalize();
+        finish(l, opts);
     }
     listings
+}
+
+/// Applies the caps and puts the listing in canonical order.
+fn finish(l: &mut Listing, opts: &ScanOptions) {
+    if l.files.len() > opts.max_files {
+        l.files.clear();
+        l.blind.push(Vec::new());
+        l.problems.push(ScanProblem { kind: ProblemKind::TooLarge, path: l.root.clone(), error: None });
+    }
+    if l.blind.iter().any(|b| b.is_empty()) {
+        l.blind.retain(|b| b.is_empty());
+    }
+    l.normalize();
 }

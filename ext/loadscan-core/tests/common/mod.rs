@@ -19,9 +19,7 @@ impl TempTree {
         ));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
-        TempTree {
-            root: std::fs::canonicalize(root).unwrap(),
-        }
+        TempTree { root: std::fs::canonicalize(root).unwrap() }
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -52,10 +50,7 @@ impl TempTree {
     pub fn fifo(&self, rel: &str) -> &Self {
         let p = self.path(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        let status = std::process::Command::new("mkfifo")
-            .arg(&p)
-            .status()
-            .unwrap();
+        let status = std::process::Command::new("mkfifo").arg(&p).status().unwrap();
         assert!(status.success());
         self
     }
@@ -91,10 +86,7 @@ impl Rng {
 pub fn is_root() -> bool {
     // SAFETY-free: read from /proc, which every Linux test machine has.
     std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
+        .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
         .unwrap_or(false)
 }
 

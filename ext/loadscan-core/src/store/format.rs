@@ -1,0 +1,203 @@
+//! Encoding a snapshot (see the module docs for the layout).
+
+use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
+
+use crate::hash::stable_hash;
+use crate::scan::{Kind, Listing, RootState};
+
+/// Bumped whenever the layout changes; older files are ignored and rewritten.
+pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const MAGIC: &[u8; 8] = b"LOADSCAN";
+pub(crate) const HEADER_LEN: usize = 64;
+pub(crate) const NONE: u32 = u32::MAX;
+pub(crate) const MANY: u32 = 0x8000_0000;
+
+pub(crate) const ROOT_REC: usize = 56;
+pub(crate) const DIR_REC: usize = 48;
+pub(crate) const FILE_REC: usize = 12;
+pub(crate) const BLIND_REC: usize = 8;
+pub(crate) const FEAT_REC: usize = 16;
+pub(crate) const BFEAT_REC: usize = 12;
+pub(crate) const COUNTS: usize = 40;
+
+/// One root as stored: its listing plus what revalidation needs.
+#[derive(Debug)]
+pub struct RootRecord {
+    /// The listing (root path, state, files, dirs with stamps and digests, blind spots).
+    pub listing: Listing,
+    /// Volatile roots (the app's own dirs) are revalidated directory by directory.
+    pub volatile: bool,
+    /// When the scan that produced the listing started (ns since the epoch).
+    pub scanned_at_ns: i64,
+    /// When the root was last on a load path that wrote the cache (s since the epoch).
+    pub last_used_s: i64,
+}
+
+pub(crate) fn state_code(s: RootState) -> u8 {
+    match s {
+        RootState::Dir => 0,
+        RootState::Missing => 1,
+        RootState::NotDir => 2,
+    }
+}
+
+struct Strings {
+    bytes: Vec<u8>,
+    seen: HashMap<Vec<u8>, u32>,
+}
+
+impl Strings {
+    fn add(&mut self, s: &[u8]) -> (u32, u32) {
+        if let Some(&off) = self.seen.get(s) {
+            return (off, s.len() as u32);
+        }
+        let off = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(s);
+        self.seen.insert(s.to_vec(), off);
+        (off, s.len() as u32)
+    }
+}
+
+fn put32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+fn put64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn postings(ids: &[u32], overflow: &mut Vec<u32>) -> u32 {
+    match ids {
+        [] => NONE,
+        [one] => *one,
+        many => {
+            let at = overflow.len() as u32;
+            overflow.push(many.len() as u32);
+            overflow.extend_from_slice(many);
+            MANY | at
+        }
+    }
+}
+
+/// Encodes roots into a complete cache file (header included). `env` identifies the Ruby and
+/// loadscan that may use it.
+pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
+    let mut strings = Strings { bytes: Vec::new(), seen: HashMap::new() };
+    let (mut root_recs, mut dir_recs, mut file_recs, mut blind_recs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // stem -> (rb ids, ext ids); prefix -> blind ids
+    let mut feats: HashMap<&[u8], (Vec<u32>, Vec<u32>)> = HashMap::new();
+    let mut bfeats: HashMap<&[u8], Vec<u32>> = HashMap::new();
+    let (mut n_dirs, mut n_files, mut n_blind) = (0u32, 0u32, 0u32);
+    for (id, r) in roots.iter().enumerate() {
+        let id = id as u32;
+        let l = &r.listing;
+        let (po, pl) = strings.add(l.root.as_os_str().as_bytes());
+        put32(&mut root_recs, po);
+        put32(&mut root_recs, pl);
+        root_recs.extend_from_slice(&[state_code(l.state), r.volatile as u8, 0, 0]);
+        for (start, len) in [(n_dirs, l.dirs.len()), (n_files, l.files.len()), (n_blind, l.blind.len())] {
+            put32(&mut root_recs, start);
+            put32(&mut root_recs, len as u32);
+        }
+        put32(&mut root_recs, 0);
+        put64(&mut root_recs, r.scanned_at_ns as u64);
+        put64(&mut root_recs, r.last_used_s as u64);
+        for d in &l.dirs {
+            let (o, n) = strings.add(&d.rel);
+            put32(&mut dir_recs, o);
+            put32(&mut dir_recs, n);
+            put64(&mut dir_recs, d.stamp.dev);
+            put64(&mut dir_recs, d.stamp.ino);
+            put64(&mut dir_recs, d.stamp.mtime_ns as u64);
+            put64(&mut dir_recs, d.stamp.size);
+            put64(&mut dir_recs, d.digest);
+        }
+        for f in &l.files {
+            let (o, n) = strings.add(&f.stem);
+            put32(&mut file_recs, o);
+            put32(&mut file_recs, n);
+            put32(&mut file_recs, matches!(f.kind, Kind::Ext) as u32);
+            let e = feats.entry(f.stem.as_slice()).or_default();
+            match f.kind {
+                Kind::Rb => e.0.push(id),
+                Kind::Ext => e.1.push(id),
+            }
+        }
+        for b in &l.blind {
+            let (o, n) = strings.add(b);
+            put32(&mut blind_recs, o);
+            put32(&mut blind_recs, n);
+            bfeats.entry(b.as_slice()).or_default().push(id);
+        }
+        n_dirs += l.dirs.len() as u32;
+        n_files += l.files.len() as u32;
+        n_blind += l.blind.len() as u32;
+    }
+
+    let mut overflow: Vec<u32> = Vec::new();
+    let mut feat_list: Vec<_> = feats.into_iter().collect();
+    feat_list.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let n_slots = (feat_list.len() * 2).next_power_of_two().max(8);
+    let mut slots = vec![NONE; n_slots];
+    let mut feat_recs = Vec::with_capacity(feat_list.len() * FEAT_REC);
+    for (i, (stem, (rb, ext))) in feat_list.iter().enumerate() {
+        let (o, n) = strings.add(stem);
+        put32(&mut feat_recs, o);
+        put32(&mut feat_recs, n);
+        put32(&mut feat_recs, postings(rb, &mut overflow));
+        put32(&mut feat_recs, postings(ext, &mut overflow));
+        let mut slot = stable_hash(stem) as usize & (n_slots - 1);
+        while slots[slot] != NONE {
+            slot = (slot + 1) & (n_slots - 1);
+        }
+        slots[slot] = i as u32;
+    }
+    let mut bfeat_list: Vec<(&[u8], Vec<u32>)> = bfeats.into_iter().collect();
+    bfeat_list.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut bfeat_recs = Vec::new();
+    for (prefix, ids) in &bfeat_list {
+        let (o, n) = strings.add(prefix);
+        put32(&mut bfeat_recs, o);
+        put32(&mut bfeat_recs, n);
+        put32(&mut bfeat_recs, postings(ids, &mut overflow));
+    }
+
+    let mut body = Vec::new();
+    body.extend_from_slice(env);
+    for n in [
+        roots.len() as u32,
+        n_dirs,
+        n_files,
+        n_blind,
+        feat_list.len() as u32,
+        n_slots as u32,
+        overflow.len() as u32,
+        bfeat_list.len() as u32,
+        strings.bytes.len() as u32,
+        0,
+    ] {
+        put32(&mut body, n);
+    }
+    for section in [&root_recs, &dir_recs, &file_recs, &blind_recs, &feat_recs] {
+        body.extend_from_slice(section);
+    }
+    for s in &slots {
+        put32(&mut body, *s);
+    }
+    for s in &overflow {
+        put32(&mut body, *s);
+    }
+    body.extend_from_slice(&bfeat_recs);
+    body.extend_from_slice(&strings.bytes);
+
+    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    out.extend_from_slice(MAGIC);
+    put32(&mut out, FORMAT_VERSION);
+    put32(&mut out, HEADER_LEN as u32);
+    put64(&mut out, body.len() as u64);
+    put32(&mut out, crc32fast::hash(&body));
+    put32(&mut out, env.len() as u32);
+    out.resize(HEADER_LEN, 0);
+    out.extend_from_slice(&body);
+    out
+}

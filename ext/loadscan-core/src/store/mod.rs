@@ -1,0 +1,34 @@
+//! The cache file: a snapshot of every scanned root (its listing and directory stamps) plus a
+//! feature table with posting lists, looked up in place on the next boot.
+//!
+//! # Why a custom format
+//! The file is read once per boot and then queried a few thousand times, so what matters is
+//! (1) load cost independent of size — no map rebuilt, no per-entry allocation — and (2)
+//! robustness against any byte sequence. A flat little-endian layout read through bounds-checked
+//! slice accessors gives both with no dependency and no `unsafe`: loading is one `read` plus a
+//! CRC32 of the body, and a lookup is one hash probe into the file's own table. rkyv would give
+//! the same zero-copy lookups but validates an archive by walking it (`bytecheck`), which costs
+//! a pass over every entry per boot, and ties the file to rkyv's layout across its versions;
+//! bincode (unmaintained, 3.0 a tombstone) would deserialize into a fresh `HashMap` every boot.
+//! Measured figures are in `bench/README.md`.
+//!
+//! # Layout (version 1)
+//! ```text
+//! header  64 bytes: magic "LOADSCAN", version, body length, CRC32 of the body, env key length
+//! body    env key (loadscan version, RUBY_REVISION, RUBY_PLATFORM, DLEXT) then the sections:
+//!         counts | roots | dirs | files | blind | features | slots | ids | blind_prefixes | strings
+//! ```
+//! Roots own ranges of dirs, files and blind spots (their listings). A feature record points
+//! at its stem in `strings` and holds two posting values (root ids with a `.rb`, with the
+//! native extension): one id inline, or an index into `ids` for several. `slots` is an
+//! open-addressing table over the feature records keyed by [`crate::hash::stable_hash`].
+
+mod file;
+mod format;
+mod snapshot;
+mod validate;
+
+pub use file::{load, write_atomic, LoadError, TrustPolicy};
+pub use format::{encode, RootRecord, FORMAT_VERSION};
+pub use snapshot::{RootView, Snapshot};
+pub use validate::{check_root, Freshness, Validation, RACY_NS};

@@ -1,0 +1,305 @@
+//! Reading a cache file in place: every access is a bounds-checked slice read, so any byte
+//! sequence that passes the header checks can at worst give "not found", never a panic or an
+//! out-of-bounds read. Nothing is rebuilt on load.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use super::file::LoadError;
+use super::format::*;
+use crate::hash::stable_hash;
+use crate::scan::{DirRecord, DirStamp, FileEntry, Kind, Listing, RootState};
+
+/// A loaded, checked cache file.
+pub struct Snapshot {
+    bytes: Vec<u8>,
+    n_roots: usize,
+    n_feats: usize,
+    n_slots: usize,
+    n_bfeats: usize,
+    roots: usize,
+    dirs: usize,
+    files: usize,
+    blind: usize,
+    feats: usize,
+    slots: usize,
+    ids: usize,
+    n_ids: usize,
+    bfeats: usize,
+    strings: usize,
+    strings_len: usize,
+}
+
+/// One root of a snapshot.
+#[derive(Clone, Copy, Debug)]
+pub struct RootView<'a> {
+    /// The root's absolute path.
+    pub path: &'a [u8],
+    /// What the root was when scanned.
+    pub state: RootState,
+    /// Whether it is revalidated directory by directory.
+    pub volatile: bool,
+    /// When its scan started (ns since the epoch).
+    pub scanned_at_ns: i64,
+    /// When it was last on a load path that wrote the cache (s since the epoch).
+    pub last_used_s: i64,
+    dirs: (usize, usize),
+    files: (usize, usize),
+    blind: (usize, usize),
+}
+
+impl RootView<'_> {
+    /// The root as a path.
+    pub fn path_buf(&self) -> PathBuf {
+        PathBuf::from(OsStr::from_bytes(self.path))
+    }
+}
+
+fn read_u32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
+}
+
+fn read_u64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
+}
+
+impl Snapshot {
+    /// Checks the header (magic, version, length, CRC32 of the body, environment key) and the
+    /// section sizes. `env` must equal the key the file was written with.
+    pub fn parse(bytes: Vec<u8>, env: &[u8]) -> Result<Snapshot, LoadError> {
+        let corrupt = |why: &'static str| LoadError::Corrupt(why);
+        if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
+            return Err(corrupt("not a loadscan cache (bad magic or too short)"));
+        }
+        let version = read_u32(&bytes, 8).unwrap_or(0);
+        if version != FORMAT_VERSION {
+            return Err(LoadError::Stale("cache format version differs"));
+        }
+        let body_len = read_u64(&bytes, 16).unwrap_or(u64::MAX);
+        if (bytes.len() - HEADER_LEN) as u64 != body_len {
+            return Err(corrupt("truncated or padded"));
+        }
+        let crc = read_u32(&bytes, 24).unwrap_or(0);
+        let body = &bytes[HEADER_LEN..];
+        if crc32fast::hash(body) != crc {
+            return Err(corrupt("checksum mismatch"));
+        }
+        let env_len = read_u32(&bytes, 28).unwrap_or(u32::MAX) as usize;
+        if body.get(..env_len) != Some(env) {
+            return Err(LoadError::Stale("written by another Ruby or loadscan version"));
+        }
+        let c = HEADER_LEN + env_len;
+        let count = |i: usize| read_u32(&bytes, c + 4 * i).map(|v| v as usize).ok_or(corrupt("truncated counts"));
+        let (n_roots, n_dirs, n_files, n_blind, n_feats, n_slots, n_ids, n_bfeats, strings_len) =
+            (count(0)?, count(1)?, count(2)?, count(3)?, count(4)?, count(5)?, count(6)?, count(7)?, count(8)?);
+        if n_slots == 0 || !n_slots.is_power_of_two() || n_slots < n_feats {
+            return Err(corrupt("bad feature table size"));
+        }
+        let mut at = c + COUNTS;
+        let mut section = |n: usize, size: usize| -> Result<usize, LoadError> {
+            let start = at;
+            at = n.checked_mul(size).and_then(|len| at.checked_add(len)).ok_or(corrupt("section overflow"))?;
+            Ok(start)
+        };
+        let roots = section(n_roots, ROOT_REC)?;
+        let dirs = section(n_dirs, DIR_REC)?;
+        let files = section(n_files, FILE_REC)?;
+        let blind = section(n_blind, BLIND_REC)?;
+        let feats = section(n_feats, FEAT_REC)?;
+        let slots = section(n_slots, 4)?;
+        let ids = section(n_ids, 4)?;
+        let bfeats = section(n_bfeats, BFEAT_REC)?;
+        let strings = section(strings_len, 1)?;
+        if at != bytes.len() {
+            return Err(corrupt("section sizes do not add up"));
+        }
+        Ok(Snapshot {
+            bytes,
+            n_roots,
+            n_feats,
+            n_slots,
+            n_bfeats,
+            roots,
+            dirs,
+            files,
+            blind,
+            feats,
+            slots,
+            ids,
+            n_ids,
+            bfeats,
+            strings,
+            strings_len,
+        })
+    }
+
+    fn u32(&self, at: usize) -> Option<u32> {
+        read_u32(&self.bytes, at)
+    }
+
+    fn u64(&self, at: usize) -> Option<u64> {
+        read_u64(&self.bytes, at)
+    }
+
+    fn string(&self, off: u32, len: u32) -> Option<&[u8]> {
+        let (off, len) = (off as usize, len as usize);
+        if off.checked_add(len)? > self.strings_len {
+            return None;
+        }
+        self.bytes.get(self.strings + off..self.strings + off + len)
+    }
+
+    fn string_at(&self, rec: usize) -> Option<&[u8]> {
+        self.string(self.u32(rec)?, self.u32(rec + 4)?)
+    }
+
+    /// Size of the file in bytes.
+    pub fn size(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// How many roots the file holds.
+    pub fn root_count(&self) -> usize {
+        self.n_roots
+    }
+
+    /// How many distinct feature stems the file holds.
+    pub fn feature_count(&self) -> usize {
+        self.n_feats
+    }
+
+    /// Root `i`, or `None` if its record is damaged.
+    pub fn root(&self, i: usize) -> Option<RootView<'_>> {
+        if i >= self.n_roots {
+            return None;
+        }
+        let r = self.roots + i * ROOT_REC;
+        let flags = self.bytes.get(r + 8..r + 10)?;
+        let state = match flags[0] {
+            0 => RootState::Dir,
+            1 => RootState::Missing,
+            2 => RootState::NotDir,
+            _ => return None,
+        };
+        let range = |k: usize| Some((self.u32(r + 12 + 8 * k)? as usize, self.u32(r + 16 + 8 * k)? as usize));
+        Some(RootView {
+            path: self.string_at(r)?,
+            state,
+            volatile: flags[1] != 0,
+            dirs: range(0)?,
+            files: range(1)?,
+            blind: range(2)?,
+            scanned_at_ns: self.u64(r + 40)? as i64,
+            last_used_s: self.u64(r + 48)? as i64,
+        })
+    }
+
+    /// The directories recorded for a root.
+    pub fn dirs<'a>(&'a self, root: &RootView<'a>) -> impl Iterator<Item = Option<DirRecord>> + 'a {
+        let (start, len) = root.dirs;
+        (start..start.saturating_add(len)).map(move |i| {
+            let d = self.dirs.checked_add(i.checked_mul(DIR_REC)?)?;
+            if d + DIR_REC > self.files {
+                return None;
+            }
+            Some(DirRecord {
+                rel: self.string_at(d)?.to_vec(),
+                stamp: DirStamp {
+                    dev: self.u64(d + 8)?,
+                    ino: self.u64(d + 16)?,
+                    mtime_ns: self.u64(d + 24)? as i64,
+                    size: self.u64(d + 32)?,
+                },
+                digest: self.u64(d + 40)?,
+            })
+        })
+    }
+
+    /// The full listing of a root, rebuilt from the file (for rescans and rewrites).
+    pub fn listing(&self, root: &RootView<'_>) -> Option<Listing> {
+        let mut l = Listing::empty(root.path_buf(), root.state);
+        l.dirs = self.dirs(root).collect::<Option<Vec<_>>>()?;
+        let (start, len) = root.files;
+        for i in start..start.checked_add(len)? {
+            let f = self.files.checked_add(i.checked_mul(FILE_REC)?)?;
+            if f + FILE_REC > self.blind {
+                return None;
+            }
+            let kind = if self.u32(f + 8)? == 0 { Kind::Rb } else { Kind::Ext };
+            l.files.push(FileEntry { stem: self.string_at(f)?.to_vec(), kind });
+        }
+        let (start, len) = root.blind;
+        for i in start..start.checked_add(len)? {
+            let b = self.blind.checked_add(i.checked_mul(BLIND_REC)?)?;
+            if b + BLIND_REC > self.feats {
+                return None;
+            }
+            l.blind.push(self.string_at(b)?.to_vec());
+        }
+        Some(l)
+    }
+
+    /// Posting values of a feature stem: (roots with `stem.rb`, roots with the extension).
+    pub fn lookup(&self, stem: &[u8]) -> Option<(u32, u32)> {
+        let mask = self.n_slots - 1;
+        let mut slot = stable_hash(stem) as usize & mask;
+        for _ in 0..self.n_slots {
+            let idx = self.u32(self.slots + 4 * slot)?;
+            if idx == NONE {
+                return None;
+            }
+            let idx = idx as usize;
+            if idx < self.n_feats {
+                let f = self.feats + idx * FEAT_REC;
+                if self.string_at(f) == Some(stem) {
+                    return Some((self.u32(f + 8)?, self.u32(f + 12)?));
+                }
+            }
+            slot = (slot + 1) & mask;
+        }
+        None
+    }
+
+    /// Posting value of the roots with a blind spot at `prefix`.
+    pub fn blind(&self, prefix: &[u8]) -> Option<u32> {
+        let (mut lo, mut hi) = (0usize, self.n_bfeats);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let b = self.bfeats + mid * BFEAT_REC;
+            match self.string_at(b)?.cmp(prefix) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return self.u32(b + 8),
+            }
+        }
+        None
+    }
+
+    /// Whether any root has a blind spot.
+    pub fn has_blind(&self) -> bool {
+        self.n_bfeats > 0
+    }
+
+    /// Calls `f` with each root id of a posting value (ids beyond the root table are skipped).
+    pub fn for_each_id(&self, posting: u32, mut f: impl FnMut(u32)) {
+        if posting == NONE {
+            return;
+        }
+        if posting & MANY == 0 {
+            if (posting as usize) < self.n_roots {
+                f(posting);
+            }
+            return;
+        }
+        let at = (posting & !MANY) as usize;
+        let Some(count) = self.u32(self.ids + 4 * at.min(self.n_ids)) else { return };
+        let count = (count as usize).min(self.n_roots).min(self.n_ids.saturating_sub(at + 1));
+        for i in 0..count {
+            match self.u32(self.ids + 4 * (at + 1 + i)) {
+                Some(id) if (id as usize) < self.n_roots => f(id),
+                _ => {}
+            }
+        }
+    }
+}

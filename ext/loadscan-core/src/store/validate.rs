@@ -1,0 +1,98 @@
+//! Is a cached root still what it was? Cheap checks, per root kind:
+//!
+//! - stable roots (installed gems, Ruby's own dirs): one `stat` of the root directory;
+//! - volatile roots (the app's own dirs): a `stat` of every directory recorded, and only the
+//!   directories that changed are listed again.
+//!
+//! With [`Validation::Listing`] the checks compare a digest of each directory's entry names
+//! instead of stamps, so a cache built on one CI worker stays valid on another after a fresh
+//! `git checkout` (new inodes and mtimes, same names).
+//!
+//! Timestamps are coarse (the kernel stamps with a clock that advances by ticks, and some file
+//! systems keep whole seconds), so a directory whose mtime is not clearly older than the scan
+//! that recorded it is *racy*: it counts as changed, as git treats racily clean index entries.
+
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use super::snapshot::{RootView, Snapshot};
+use crate::scan::{dir_digest, DirRecord, RootState};
+
+/// How far an mtime must lie before the scan to be trusted (covers 1 s file systems).
+pub const RACY_NS: i64 = 1_100_000_000;
+
+/// What to compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Validation {
+    /// `(dev, ino)`, mtime in ns and size of each directory.
+    Mtime,
+    /// A digest of each directory's entry names and types.
+    Listing,
+}
+
+/// The verdict for one root.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Freshness {
+    /// Unchanged: serve it from the snapshot.
+    Fresh,
+    /// These directories changed: list them again (see [`crate::scan::refresh`]).
+    Refresh(Vec<Vec<u8>>),
+    /// Scan the whole root again.
+    Rescan,
+}
+
+fn changed(dir: &Path, rec: &DirRecord, mode: Validation, scanned_at_ns: i64) -> bool {
+    match mode {
+        Validation::Mtime => match std::fs::metadata(dir) {
+            Ok(md) => {
+                let mtime = md.mtime() * 1_000_000_000 + md.mtime_nsec();
+                let s = &rec.stamp;
+                (md.dev(), md.ino(), mtime, md.size()) != (s.dev, s.ino, s.mtime_ns, s.size)
+                    || s.mtime_ns.saturating_add(RACY_NS) >= scanned_at_ns
+            }
+            Err(_) => true,
+        },
+        Validation::Listing => !matches!(dir_digest(dir), Ok(d) if d == rec.digest),
+    }
+}
+
+/// Checks one root of a snapshot. `volatile` roots are checked directory by directory.
+pub fn check_root(snapshot: &Snapshot, root: &RootView<'_>, volatile: bool, mode: Validation) -> Freshness {
+    let path = root.path_buf();
+    match root.state {
+        RootState::Missing => {
+            return match std::fs::metadata(&path) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Freshness::Fresh,
+                _ => Freshness::Rescan,
+            }
+        }
+        RootState::NotDir => {
+            return match std::fs::metadata(&path) {
+                Ok(md) if !md.is_dir() => Freshness::Fresh,
+                _ => Freshness::Rescan,
+            }
+        }
+        RootState::Dir => {}
+    }
+    let mut out = Vec::new();
+    for rec in snapshot.dirs(root) {
+        let Some(rec) = rec else { return Freshness::Rescan };
+        if !volatile && !rec.rel.is_empty() {
+            continue;
+        }
+        let dir = if rec.rel.is_empty() { path.clone() } else { path.join(std::ffi::OsStr::from_bytes(&rec.rel)) };
+        if changed(&dir, &rec, mode, root.scanned_at_ns) {
+            if !volatile {
+                return Freshness::Rescan;
+            }
+            out.push(rec.rel);
+        }
+    }
+    if out.is_empty() {
+        Freshness::Fresh
+    } else {
+        Freshness::Refresh(out)
+    }
+}

@@ -1,0 +1,192 @@
+# frozen_string_literal: true
+
+require_relative "../test_helper"
+
+# The persistent cache, with real processes and real files: warm boots equal stock boots after
+# every kind of change, bad caches degrade to a scan with one warning, writes are atomic.
+class CacheTest < Minitest::Test
+  FEATURES = %w[a b sub/c shadow deep/x new/n moved/m].freeze
+
+  def script(load_path)
+    <<~RUBY
+      $LOAD_PATH.unshift(*#{load_path.inspect})
+      results = #{FEATURES.inspect}.map { |f| [f, (begin; require(f); rescue LoadError => e; e.message; end)] }
+      report("results" => results, "loaded_features" => $LOADED_FEATURES.dup,
+             "stats" => (Loadscan.stats if defined?(Loadscan)))
+    RUBY
+  end
+
+  # Boots stock and with loadscan using `cache`; asserts equal results; returns loadscan's run.
+  def boot(load_path, cache, env: {}, quiet: true, **opts)
+    code = script(load_path)
+    stock = run_ruby(code, loadscan: false, **opts)
+    fast = run_ruby(code, loadscan: true, env: { "LOADSCAN_CACHE_DIR" => cache }.merge(env), **opts)
+    assert fast.status.success?, fast.stderr
+    assert_equal stock.report["results"], fast.report["results"]
+    assert_same_loaded_features stock.report["loaded_features"], fast.report["loaded_features"]
+    assert_empty fast.stderr, "unexpected warning" if quiet
+    fast
+  end
+
+  def tree
+    [["e1/a.rb", ""], ["e1/sub/c.rb", ""], ["e1/deep/x.rb", ""], ["e2/b.rb", ""], ["e2/shadow.rb", ""],
+     ["e2/moved/m.rb", ""]]
+  end
+
+  def with_app
+    with_files(tree) do |dir|
+      yield dir, %W[#{dir}/e1 #{dir}/e2], File.join(dir, "cache")
+    end
+  end
+
+  def backdate(dir)
+    # Make the cache's scan look older than the tree (as after a real pause between boots),
+    # so warm boots are judged by stamps rather than the racy window.
+    old = Time.now - 10
+    Dir.glob("#{dir}/e*/**/").each { |d| File.utime(old, old, d) }
+    Dir.glob("#{dir}/e*").each { |d| File.utime(old, old, d) }
+  end
+
+  def test_warm_boot_serves_from_the_cache_and_equals_stock
+    with_app do |dir, lp, cache|
+      backdate(dir)
+      cold = boot(lp, cache)
+      assert File.file?(File.join(cache, "index")), "the cold boot writes the cache at exit"
+      assert_equal 0, cold.report["stats"][:roots_from_cache]
+      warm = boot(lp, cache)
+      stats = warm.report["stats"]
+      assert_operator stats[:roots_from_cache], :>=, 2, stats.inspect
+      assert_equal 0, stats[:roots_scanned], stats.inspect
+    end
+  end
+
+  def test_changes_between_boots_are_caught
+    changes = {
+      "file in a new subdirectory" => ->(d) { FileUtils.mkdir_p("#{d}/e1/new"); File.write("#{d}/e1/new/n.rb", "") },
+      "file shadowing a later entry" => ->(d) { File.write("#{d}/e1/shadow.rb", "") },
+      "directory replaced by a checkout" => lambda { |d|
+        FileUtils.mv("#{d}/e2/moved", "#{d}/e2/gone")
+        FileUtils.mkdir_p("#{d}/e2/moved")
+        File.write("#{d}/e2/moved/m.rb", "")
+      },
+      "deep file removed" => ->(d) { File.delete("#{d}/e1/deep/x.rb") },
+    }
+    changes.each do |name, change|
+      with_app do |dir, lp, cache|
+        boot(lp, cache)
+        change.call(dir) # right after the cache write: the same second, the racy window
+        boot(lp, cache)
+        backdate(dir)
+        boot(lp, cache)
+      rescue Minitest::Assertion => e
+        raise e.exception("#{name}: #{e.message}")
+      end
+    end
+  end
+
+  def test_listing_mode_survives_a_fresh_checkout
+    with_app do |dir, lp, cache|
+      env = { "LOADSCAN_VALIDATE" => "listing" }
+      boot(lp, cache, env: env)
+      boot(lp, cache, env: env) # settles racy directories
+      # A fresh checkout: same names, new inodes and mtimes.
+      %w[e1 e2].each do |e|
+        FileUtils.cp_r("#{dir}/#{e}", "#{dir}/#{e}.new")
+        FileUtils.rm_rf("#{dir}/#{e}")
+        FileUtils.mv("#{dir}/#{e}.new", "#{dir}/#{e}")
+      end
+      stats = boot(lp, cache, env: env).report["stats"]
+      assert_equal 0, stats[:roots_scanned] + stats[:roots_refreshed], stats.inspect
+      File.write("#{dir}/e1/shadow.rb", "")
+      stats = boot(lp, cache, env: env).report["stats"]
+      assert_equal 1, stats[:roots_refreshed], stats.inspect
+    end
+  end
+
+  def test_readonly_never_writes
+    with_app do |_dir, lp, cache|
+      boot(lp, cache, env: { "LOADSCAN_READONLY" => "1" })
+      refute File.exist?(File.join(cache, "index"))
+      boot(lp, cache)
+      before = File.binread(File.join(cache, "index"))
+      boot(lp + ["#{lp[0]}/sub"], cache, env: { "LOADSCAN_READONLY" => "1" })
+      assert_equal before, File.binread(File.join(cache, "index"))
+    end
+  end
+
+  def test_kill_9_during_a_write_leaves_the_previous_cache
+    with_app do |_dir, lp, cache|
+      boot(lp, cache)
+      index = File.join(cache, "index")
+      before = File.binread(index)
+      code = script(lp + ["#{lp[0]}/sub"]) # a new entry makes the cache dirty
+      Dir.mktmpdir do |tmp|
+        File.write("#{tmp}/s.rb", Loadscan::TestSupport::RubyProcess::PRELUDE + code)
+        env = { "LOADSCAN_CACHE_DIR" => cache, "LOADSCAN_TEST_WRITE_PAUSE" => "20", "LOADSCAN_TEST_REPORT" => "#{tmp}/r" }
+        pid = Process.spawn(env, RbConfig.ruby, "-r", File.join(Loadscan::TestSupport::LIB, "loadscan/setup.rb"), "#{tmp}/s.rb")
+        deadline = Time.now + 20
+        sleep 0.05 until Dir.glob("#{cache}/.index.tmp.*").any? || Time.now > deadline
+        refute_empty Dir.glob("#{cache}/.index.tmp.*"), "the writer never started"
+        Process.kill(:KILL, pid)
+        Process.wait(pid)
+      end
+      assert_equal before, File.binread(index), "a killed write must not touch the cache file"
+      boot(lp, cache) # and the next boot is clean: no warning, same answers
+    end
+  end
+
+  def test_concurrent_cold_boots_leave_one_valid_cache
+    with_app do |_dir, lp, cache|
+      code = script(lp)
+      stock = run_ruby(code, loadscan: false)
+      runs = 8.times.map { Thread.new { run_ruby(code, loadscan: true, env: { "LOADSCAN_CACHE_DIR" => cache }) } }.map(&:value)
+      runs.each do |run|
+        assert run.status.success?, run.stderr
+        assert_empty run.stderr
+        assert_equal stock.report["results"], run.report["results"]
+      end
+      assert_equal ["index"], Dir.children(cache)
+      assert_operator boot(lp, cache).report["stats"][:roots_from_cache], :>=, 2
+    end
+  end
+
+  def corruptions
+    {
+      "truncated" => ->(f) { File.binwrite(f, File.binread(f)[0, 100]) },
+      "random bytes" => ->(f) { File.binwrite(f, Random.new(1).bytes(5000)) },
+      "wrong version" => ->(f) { b = File.binread(f); b[8] = 99.chr; File.binwrite(f, b) },
+      "corrupted body" => ->(f) { b = File.binread(f); b[-10] = (b[-10].ord ^ 0xff).chr; File.binwrite(f, b) },
+      "directory" => ->(f) { File.delete(f); Dir.mkdir(f) },
+      "fifo" => ->(f) { File.delete(f); system("mkfifo", f, exception: true) },
+      "symlink" => ->(f) { File.rename(f, "#{f}.real"); File.symlink("#{f}.real", f) },
+      "group-writable" => ->(f) { File.chmod(0o664, f) },
+      "owned by another user" => ->(f) { File.chown(65_534, 65_534, f) },
+    }
+  end
+
+  def test_every_bad_cache_warns_once_and_boots_correctly
+    corruptions.each do |name, corrupt|
+      with_app do |_dir, lp, cache|
+        boot(lp, cache)
+        corrupt.call(File.join(cache, "index"))
+        run = boot(lp, cache, quiet: false, env: { "LOADSCAN_READONLY" => "1" })
+        assert_equal 1, run.stderr.scan(/loadscan: .*cache/).size, "#{name}: #{run.stderr}"
+        assert_operator run.report["stats"][:roots_scanned], :>=, 2, name
+      end
+    end
+  end
+
+  def test_hostile_cache_dirs
+    with_app do |dir, lp, _cache|
+      File.symlink("#{dir}/nowhere", "#{dir}/dangling")
+      run = boot(lp, "#{dir}/dangling", quiet: false)
+      assert_equal 1, run.stderr.scan(/loadscan: could not write the cache/).size, run.stderr
+      File.delete("#{dir}/dangling")
+      FileUtils.chmod_R("a+rX", dir)
+      File.chmod(0o755, File.dirname(dir))
+      Dir.mkdir("#{dir}/locked", 0o555)
+      run = boot(lp, "#{dir}/locked", quiet: false, as_nobody: true)
+      assert_equal 1, run.stderr.scan(/loadscan: could not write the cache/).size, run.stderr
+    end
+  end
+end
