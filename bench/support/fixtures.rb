@@ -51,10 +51,9 @@ module Bench
     def prelude(name) = File.join(PRELUDES, "#{name}.rb")
 
     # Sets the mtime of every file and directory under dir to a new time (as a fresh
-    # `git checkout` would). Each call uses a later time than the previous one.
+    # `git checkout` would): the current time, so each call (a boot apart) differs.
     def touch_tree(dir)
-      @touch_t = [(@touch_t || Time.now.to_i) + 10, Time.now.to_i].max
-      t = Time.at(@touch_t)
+      t = Time.now
       paths = Dir.glob("**/*", File::FNM_DOTMATCH, base: dir).reject { |p| p.end_with?("/.", "/..") || p == "." }
       paths.each { |p| File.utime(t, t, File.join(dir, p)) }
       File.utime(t, t, dir)

@@ -61,7 +61,17 @@ module Bench
       times
     end
 
+    # What was measured: the commit, whether the work tree was dirty, the extension's mtime.
+    def provenance
+      so = File.join(ROOT, "lib", "loadscan", "loadscan.so")
+      { commit: `git -C #{ROOT} rev-parse --short HEAD 2>/dev/null`.strip,
+        dirty: !`git -C #{ROOT} status --porcelain -- lib ext 2>/dev/null`.strip.empty?,
+        loadscan_so_mtime: File.exist?(so) ? File.mtime(so).utc.to_s : nil,
+        ruby: RUBY_DESCRIPTION, at: Time.now.utc.to_s }
+    end
+
     def write_json(name, data)
+      data = { provenance: provenance }.merge(data)
       FileUtils.mkdir_p(OUT_DIR)
       path = File.join(OUT_DIR, "#{name}.json")
       File.write(path, JSON.pretty_generate(data))
