@@ -8,7 +8,6 @@ require_relative "loadscan/error"
 require_relative "loadscan/native"
 require_relative "loadscan/config"
 require_relative "loadscan/warnings"
-require_relative "loadscan/rubygems_guard"
 
 module Loadscan
   class << self

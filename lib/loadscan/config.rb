@@ -10,12 +10,17 @@ module Loadscan
   #                               cache survives a fresh `git checkout` (CI workers)
   #   LOADSCAN_READONLY=1         use the cache, never write it (CI workers sharing one)
   #   LOADSCAN_THREADS=N          scanner threads (default: the CPU count, at most 8)
+  #   LOADSCAN_STABLE_DIRS=A:B    more directories holding installed, never-edited code (besides
+  #                               Gem.path, Bundler's path and Ruby's own), checked with one stat
+  #                               per load-path entry instead of one per directory
   class Config
     attr_reader :enabled, :threads, :dlext, :cache_dir, :validate, :readonly
 
     VALIDATIONS = %w[mtime listing].freeze
 
-    def initialize(enabled: nil, threads: nil, cache_dir: nil, cache: nil, validate: nil, readonly: nil, env: ENV)
+    def initialize(enabled: nil, threads: nil, cache_dir: nil, cache: nil, validate: nil, readonly: nil,
+                   stable_dirs: nil, env: ENV)
+      @extra_stable = stable_dirs || env["LOADSCAN_STABLE_DIRS"].to_s.split(File::PATH_SEPARATOR)
       @enabled = enabled.nil? ? !flag?(env["LOADSCAN_DISABLE"]) : enabled
       @threads = integer(threads || env["LOADSCAN_THREADS"] || 0, "threads")
       raise ConfigError, "threads must be 0 (automatic) or more, got #{@threads}" if @threads.negative?
@@ -38,7 +43,7 @@ module Loadscan
     # Directories whose contents only change on install (gems, Ruby's own libraries): cached
     # entries under them are checked with one stat of the entry instead of every directory.
     def stable_dirs
-      dirs = []
+      dirs = @extra_stable.dup
       dirs.concat(Gem.path) if defined?(Gem) && Gem.respond_to?(:path)
       dirs << Bundler.bundle_path.to_s if defined?(Bundler) && Bundler.respond_to?(:bundle_path) && (Bundler.bundle_path rescue nil) # rubocop:disable Style/RescueModifier
       if defined?(RbConfig)

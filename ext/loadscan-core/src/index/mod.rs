@@ -265,6 +265,7 @@ impl Index {
     pub fn sync(&mut self, order: &[PathBuf], policy: &SyncPolicy) -> SyncReport {
         let mut report = SyncReport::default();
         let mut to_scan: Vec<PathBuf> = Vec::new();
+        let mut to_check: Vec<(RootId, u32, bool, &PathBuf)> = Vec::new();
         let mut seen: FxHashMap<&[u8], ()> = FxHashMap::default();
         for path in order {
             if seen.insert(bytes(path), ()).is_some() {
@@ -275,13 +276,13 @@ impl Index {
                 continue;
             };
             let root = &self.roots[id as usize];
-            let (Some(base), false) = (root.base, root.checked) else { continue };
-            let volatile = !Self::is_stable(path, policy);
-            let snapshot = self.base.as_ref().expect("a base root implies a snapshot");
-            let verdict = match snapshot.root(base as usize) {
-                Some(view) => check_root(snapshot, &view, volatile, policy.validation),
-                None => Freshness::Rescan,
-            };
+            if let (Some(base), false) = (root.base, root.checked) {
+                to_check.push((id, base, !Self::is_stable(path, policy), path));
+            }
+        }
+        let verdicts = self.check_roots(&to_check, policy);
+        let snapshot = self.base.take();
+        for ((id, base, volatile, path), verdict) in to_check.into_iter().zip(verdicts) {
             match verdict {
                 Freshness::Fresh => {
                     report.fresh += 1;
@@ -289,7 +290,7 @@ impl Index {
                 }
                 Freshness::Rescan => to_scan.push(path.clone()),
                 Freshness::Refresh(dirs) => {
-                    let old = snapshot.root(base as usize).and_then(|v| snapshot.listing(&v));
+                    let old = snapshot.as_ref().and_then(|s| s.root(base as usize).and_then(|v| s.listing(&v)));
                     match old {
                         Some(old) => {
                             let started = now_ns();
@@ -303,6 +304,7 @@ impl Index {
                 }
             }
         }
+        self.base = snapshot;
         if !to_scan.is_empty() {
             let started = now_ns();
             for mut listing in scan_roots(&to_scan, &policy.scan) {
@@ -314,6 +316,32 @@ impl Index {
         }
         self.set_order(order);
         report
+    }
+
+    /// Revalidates cached roots, spread over the scanner's threads (a volatile root costs a
+    /// `stat` per directory, so a big app is worth splitting).
+    fn check_roots(&self, roots: &[(RootId, u32, bool, &PathBuf)], policy: &SyncPolicy) -> Vec<Freshness> {
+        let Some(snapshot) = &self.base else { return roots.iter().map(|_| Freshness::Rescan).collect() };
+        let check = |&(_, base, volatile, _): &(RootId, u32, bool, &PathBuf)| match snapshot.root(base as usize) {
+            Some(view) => check_root(snapshot, &view, volatile, policy.validation),
+            None => Freshness::Rescan,
+        };
+        let threads = policy.scan.threads.clamp(1, 8);
+        if threads == 1 || roots.len() < 2 {
+            return roots.iter().map(check).collect();
+        }
+        // Interleaved chunks balance big and small roots; results keep the input order.
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let check = &check;
+                    s.spawn(move || roots.iter().skip(t).step_by(threads).map(check).collect::<Vec<_>>())
+                })
+                .collect();
+            let parts: Vec<Vec<Freshness>> = handles.into_iter().map(|h| h.join().unwrap_or_default()).collect();
+            let mut iters: Vec<_> = parts.into_iter().map(|p| p.into_iter()).collect();
+            (0..roots.len()).map(|i| iters[i % threads].next().unwrap_or(Freshness::Rescan)).collect()
+        })
     }
 
     /// Every live root as a record to write, dropping roots that are not on the current load
