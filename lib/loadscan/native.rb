@@ -10,7 +10,7 @@ module Loadscan
       File.join(__dir__, "loadscan.so"),
     ]
     begin
-      path = candidates.find { |c| File.file?(c) } or raise LoadError.new("no loadscan.so in #{__dir__} (run `rake compile`)", path: candidates.last)
+      path = candidates.find { |c| File.file?(c) } or raise LoadError, "no loadscan.so in #{__dir__} (run `rake compile`)"
       require path
       @load_error = nil
     rescue LoadError => e

@@ -93,9 +93,17 @@ fn report_problems(ruby: &Ruby) {
     }
 }
 
-fn resolve(ruby: &Ruby, feature: Value) -> Option<RString> {
-    let bytes = string_bytes(feature)?;
-    let answer = resolver::resolve(&bytes).map(|p| path_string(ruby, &p, feature));
+/// `resolve(feature)`: the absolute path to require, `false` when Ruby would answer `false`
+/// (already loaded), or `nil` when Ruby's own `require` must decide.
+fn resolve(ruby: &Ruby, feature: Value) -> Value {
+    let answer = match string_bytes(feature) {
+        Some(bytes) => match resolver::resolve(&bytes) {
+            resolver::Resolved::Path(p) => path_string(ruby, &p, feature).as_value(),
+            resolver::Resolved::Loaded => ruby.qfalse().as_value(),
+            resolver::Resolved::Defer => ruby.qnil().as_value(),
+        },
+        None => ruby.qnil().as_value(),
+    };
     report_problems(ruby);
     answer
 }

@@ -9,7 +9,8 @@ use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::{Mutex, TryLockError};
 
-use loadscan_core::index::{Index, Resolution, SyncPolicy};
+use loadscan_core::index::{Index, Resolution, SyncPolicy, Want};
+use loadscan_core::scan::Kind;
 use loadscan_core::scan::ProblemKind;
 use loadscan_core::store::{self, LoadError, TrustPolicy};
 use rb_sys::VALUE;
@@ -38,9 +39,9 @@ struct State {
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 const MAX_PROBLEMS: usize = 1000;
 
-/// What a resolve gives back to Ruby.
+/// What a lookup gives back to Ruby.
 pub enum Answer {
-    /// Require this absolute path (already an exact answer).
+    /// The file `require` would find: its absolute path and kind.
     Path(Vec<u8>),
     /// No entry has the feature.
     Missing,
@@ -159,14 +160,6 @@ impl State {
         }
         true
     }
-
-    fn answer(&self, feature: &[u8]) -> Answer {
-        match self.index.lookup(feature) {
-            Resolution::Found { root, stem, kind } => Answer::Path(self.index.path_of(root, &stem, kind)),
-            Resolution::Missing => Answer::Missing,
-            Resolution::Unknown => Answer::Unknown,
-        }
-    }
 }
 
 /// Runs `f` on the state after syncing with `$LOAD_PATH`; `None` if stopped, busy or opaque.
@@ -186,42 +179,87 @@ fn with_synced<T>(f: impl FnOnce(&mut State) -> T) -> Option<T> {
 /// The index's answer for `feature`, ignoring `$LOADED_FEATURES` (what
 /// `$LOAD_PATH.resolve_feature_path` computes).
 pub fn lookup(feature: &[u8]) -> Answer {
-    with_synced(|s| s.answer(feature)).unwrap_or(Answer::Unknown)
+    with_synced(|s| match s.index.lookup(feature) {
+        Resolution::Found { root, stem, kind } => Answer::Path(s.index.path_of(root, &stem, kind)),
+        Resolution::Missing => Answer::Missing,
+        Resolution::Unknown => Answer::Unknown,
+    })
+    .unwrap_or(Answer::Unknown)
 }
 
-/// The path `require(feature)` would load now, or `None` when Ruby must decide: the feature
-/// is not in the index, or Ruby already provides it under some spelling (or is loading it),
-/// in which case Ruby's `require` answers `false` or handles the circular require itself.
-pub fn resolve(feature: &[u8]) -> Option<Vec<u8>> {
+/// What `require(feature)` should do now.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Resolved {
+    /// Require this absolute path: it is the file stock Ruby would load.
+    Path(Vec<u8>),
+    /// Stock Ruby would return `false` without loading anything (already loaded).
+    Loaded,
+    /// Ask Ruby's own `require`.
+    Defer,
+}
+
+/// Ruby's `rb_feature_provided`: `Some(true)` when provided and not being loaded right now,
+/// `Some(false)` when not provided, `None` when it is being loaded (or Ruby raised).
+fn provided(feature: &[u8]) -> Option<bool> {
+    let c = CString::new(feature).ok()?;
+    let answer = magnus::rb_sys::protect(|| unsafe {
+        let mut loading: *const std::os::raw::c_char = std::ptr::null();
+        let p = rb_sys::rb_feature_provided(c.as_ptr(), &mut loading) != 0;
+        match (p, loading.is_null()) {
+            (false, _) => rb_sys::Qfalse as VALUE,
+            (true, true) => rb_sys::Qtrue as VALUE,
+            (true, false) => rb_sys::Qnil as VALUE,
+        }
+    });
+    match answer {
+        Ok(v) if v == rb_sys::Qtrue as VALUE => Some(true),
+        Ok(v) if v == rb_sys::Qfalse as VALUE => Some(false),
+        _ => None,
+    }
+}
+
+/// What `require(feature)` should do, mirroring `load.c`'s `search_required`:
+///
+/// - not provided: require the indexed path;
+/// - provided as `foo.rb` / `foo.so` spelled with the extension: Ruby returns `false`;
+/// - provided, bare `foo`: Ruby returns `false` unless its search would reach a file not yet
+///   loaded. It searches `.rb` first (then the extension), so when the `.rb` the index finds
+///   is loaded, or there is none and the extension it finds is loaded (or there is neither),
+///   the answer is `false` — this spares the failed probe of every entry that stock Ruby makes
+///   when a native extension is required again. Anything else goes to Ruby.
+///
+/// A feature being loaded right now (by this or another thread) always goes to Ruby, which
+/// waits or warns about the circular require.
+pub fn resolve(feature: &[u8]) -> Resolved {
     let answer = resolve_uncounted(feature);
     if let Ok(mut g) = STATE.try_lock() {
         if let Some(s) = g.as_mut() {
             match answer {
-                Some(_) => s.hits += 1,
-                None => s.deferred += 1,
+                Resolved::Path(_) | Resolved::Loaded => s.hits += 1,
+                Resolved::Defer => s.deferred += 1,
             }
         }
     }
     answer
 }
 
-fn resolve_uncounted(feature: &[u8]) -> Option<Vec<u8>> {
-    let path = match lookup(feature) {
-        Answer::Path(p) => p,
-        _ => return None,
-    };
-    let cfeature = CString::new(feature).ok()?;
-    let provided = magnus::rb_sys::protect(|| unsafe {
-        let mut loading: *const std::os::raw::c_char = std::ptr::null();
-        if rb_sys::rb_feature_provided(cfeature.as_ptr(), &mut loading) != 0 {
-            rb_sys::Qtrue as VALUE
-        } else {
-            rb_sys::Qfalse as VALUE
-        }
+fn resolve_uncounted(feature: &[u8]) -> Resolved {
+    let found = with_synced(|s| {
+        let q = s.index.parse(feature)?;
+        let path = match s.index.lookup_query(&q) {
+            Resolution::Found { root, stem, kind } => Some((s.index.path_of(root, &stem, kind), kind)),
+            Resolution::Missing => None,
+            Resolution::Unknown => return None,
+        };
+        Some((q.want, path))
     });
-    match provided {
-        Ok(v) if v == rb_sys::Qfalse as VALUE => Some(path),
-        _ => None,
+    let Some(Some((want, path))) = found else { return Resolved::Defer };
+    match (provided(feature), want, path) {
+        (Some(false), _, Some((p, _))) => Resolved::Path(p),
+        (Some(true), Want::Rb | Want::Ext, _) => Resolved::Loaded,
+        (Some(true), Want::Bare, None) => Resolved::Loaded,
+        (Some(true), Want::Bare, Some((p, Kind::Rb | Kind::Ext))) if provided(&p) == Some(true) => Resolved::Loaded,
+        _ => Resolved::Defer,
     }
 }
 

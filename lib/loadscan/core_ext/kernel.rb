@@ -11,7 +11,9 @@
 #
 # Each decorated method resolves the feature from the index and requires the resulting
 # absolute path with the original method, so Ruby still does the loading, the locking,
-# `$LOADED_FEATURES` and the `true`/`false` result. Where the index has no exact answer (not
+# `$LOADED_FEATURES` and the `true`/`false` result. When Ruby itself would answer `false`
+# without loading anything (the feature and the file its search would reach are loaded), the
+# decorator answers `false` at once. Where the index has no exact answer (not
 # found, already loaded under some spelling, absolute or `./` paths, non-String arguments) the
 # feature goes to the original untouched.
 #
@@ -23,6 +25,7 @@ module Loadscan
     DECORATOR = <<~'RUBY'
       def %<name>s(feature)
         abspath = Loadscan::Native.resolve(feature)
+        return false if abspath == false # already loaded: what Ruby would answer
         if abspath
           begin
             return loadscan_original_%<name>s(abspath)

@@ -65,6 +65,20 @@ class KernelRequireTest < Minitest::Test
     end
   end
 
+  def test_requiring_again_after_a_native_extension_or_an_extensionless_feature
+    with_files([["e3/bar.rb", log_file("e3/bar")], ["e4/foo.rb", log_file("e4/foo")]]) do |dir|
+      install_ext(dir, "e1/foo.so")
+      install_ext(dir, "e1/baz.so")
+      stock, = assert_same_as_stock(script(["#{dir}/e1"], <<~RUBY))
+        try("foo"); try("foo"); try("baz"); try("baz"); try("baz.so")
+        $LOAD_PATH.push(#{"#{dir}/e4".inspect}); try("foo")   # a .rb appears: Ruby loads it
+        $LOADED_FEATURES << #{"#{dir}/e3/bar".inspect}        # provided without extension
+        $LOAD_PATH.push(#{"#{dir}/e3".inspect}); try("bar"); try("bar")
+      RUBY
+      assert_equal %w[e4/foo e3/bar], stock.report["log"]
+    end
+  end
+
   def test_edits_of_loaded_features_are_followed
     with_files([["e/a.rb", log_file("a")], ["e/b.rb", log_file("b")], ["e/c.rb", log_file("c")]]) do |dir|
       assert_same_as_stock(script(["#{dir}/e"], <<~RUBY))

@@ -378,10 +378,15 @@ impl Index {
 
     /// Which file `require(feature)` would load, ignoring what is already loaded.
     pub fn lookup(&self, feature: &[u8]) -> Resolution {
-        match Query::parse(feature, &self.dlext) {
-            Some(q) => self.lookup_query(q),
+        match self.parse(feature) {
+            Some(q) => self.lookup_query(&q),
             None => Resolution::Unknown,
         }
+    }
+
+    /// Parses a feature with this index's DLEXT (`None`: the index never answers it).
+    pub fn parse(&self, feature: &[u8]) -> Option<Query> {
+        Query::parse(feature, &self.dlext)
     }
 
     fn ranked(&self, id: RootId) -> Option<(u32, RootId)> {
@@ -440,7 +445,8 @@ impl Index {
         first
     }
 
-    fn lookup_query(&self, q: Query) -> Resolution {
+    /// [`Index::lookup`] for a parsed feature.
+    pub fn lookup_query(&self, q: &Query) -> Resolution {
         let (rb, ext) = self.best(&q.stem);
         let blind = self.first_blind(&q.stem);
         let found = |(rank, root): (u32, RootId), kind| {

@@ -1,0 +1,144 @@
+# frozen_string_literal: true
+# Boot benchmark: fresh `ruby OUT/boot.rb` processes on the fixture trees, per variant and
+# cache state, alternating variants round by round. See bench/README.md.
+#
+#   ruby bench/boot.rb [--gems 100,200,400,800] [--[no-]debian] [--runs N]
+#                      [--states cold,warm,checkout] [--quick] [--regen]
+#
+# Variants (BOOT_PRELUDE files in bench/preludes/): stock (none), bootsnap (load-path cache
+# only), loadscan (lib/loadscan/setup.rb), oracle (recorded feature→path map: the floor).
+# States: cold (empty cache dir), warm (cache dir filled by the previous run), checkout
+# (warm cache, then every file and dir under the fixture's app/ tree touched to a new mtime
+# before each run; loadscan with LOADSCAN_VALIDATE=listing). stock and oracle have no cache:
+# they run in every state's block so each ratio is paired within the same rounds.
+require "optparse"
+require "etc"
+require "fileutils"
+require_relative "support/runner"
+require_relative "support/fixtures"
+
+module Bench
+  module Boot
+    VARIANTS = %w[stock bootsnap loadscan oracle].freeze
+    STATES = %w[cold warm checkout].freeze
+
+    module_function
+
+    def variants_for(fx, state)
+      cache = File.join(OUT_DIR, "cache", fx[:name])
+      oracle = Fixtures.ensure_oracle(fx)
+      argv = [RUBY, fx[:boot]]
+      VARIANTS.map do |v|
+        dir = File.join(cache, "#{v}-#{state}")
+        snap = File.join(cache, "#{v}-warm")
+        env = {}
+        prepare = nil
+        case v
+        when "bootsnap"
+          env = { "BOOT_PRELUDE" => Fixtures.prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => dir }
+        when "loadscan"
+          env = { "BOOT_PRELUDE" => Fixtures.prelude("loadscan"), "LOADSCAN_CACHE_DIR" => dir }
+          env["LOADSCAN_VALIDATE"] = "listing" if state == "checkout"
+        when "oracle"
+          env = { "BOOT_PRELUDE" => Fixtures.prelude("oracle"), "BENCH_ORACLE_MAP" => oracle }
+        end
+        if %w[bootsnap loadscan].include?(v)
+          case state
+          when "cold"
+            prepare = -> { FileUtils.rm_rf(dir); FileUtils.mkdir_p(dir) }
+            prepare.call
+          when "warm"
+            FileUtils.rm_rf(dir)
+            FileUtils.mkdir_p(dir) # filled by the warm-up round
+          when "checkout"
+            # needs the warm state's cache (run after the warm block, or filled here)
+            unless File.directory?(snap) && !Dir.empty?(snap)
+              FileUtils.mkdir_p(snap)
+              Runner.time_once(env.merge(v == "bootsnap" ? { "BENCH_BOOTSNAP_DIR" => snap } : { "LOADSCAN_CACHE_DIR" => snap }).reject { |k, _| k == "LOADSCAN_VALIDATE" }, argv)
+            end
+            prepare = lambda do
+              FileUtils.rm_rf(dir)
+              FileUtils.cp_r(snap, dir)
+              Fixtures.touch_tree(fx[:app])
+            end
+          end
+        end
+        Variant.new(name: v, env: env, argv: argv, prepare: prepare)
+      end
+    end
+
+    def run(fixtures:, states:, runs:, regen: false)
+      results = []
+      summary = []
+      fixtures.each do |name|
+        fx = Fixtures.ensure(name, regen: regen)
+        states.each do |state|
+          t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          vs = variants_for(fx, state)
+          times = Runner.alternate(vs, runs: runs, warmup: 1)
+          el = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+          warn format("bench: %-9s %-8s %d runs in %.0fs", name, state, runs, el)
+          VARIANTS.each do |v|
+            results << {
+              fixture: name, state: state, variant: v, runs: times[v].size,
+              median_ms: Stats.median(times[v]) * 1000, times_ms: times[v].map { |t| (t * 1000).round(2) },
+              vs_stock: Stats.paired_ratio(times[v], times["stock"]),
+              vs_oracle: Stats.paired_ratio(times[v], times["oracle"]),
+              vs_bootsnap: Stats.paired_ratio(times[v], times["bootsnap"])
+            }
+          end
+          summary << { fixture: name, state: state,
+                       loadscan_over_bootsnap_overhead: Stats.overhead_ratio(times["loadscan"], times["bootsnap"], times["oracle"]) }
+        end
+      end
+      { results: results, overheads: summary }
+    end
+
+    def report(data)
+      rows = data[:results].map do |r|
+        [r[:fixture], r[:state], r[:variant], format("%.1f", r[:median_ms]),
+         r[:variant] == "stock" ? "1" : Runner.fmt_ratio(r[:vs_stock]),
+         r[:variant] == "oracle" ? "1" : Runner.fmt_ratio(r[:vs_oracle]),
+         r[:variant] == "bootsnap" ? "1" : Runner.fmt_ratio(r[:vs_bootsnap])]
+      end
+      out = +"Median boot wall time (ms) and paired ratios, 99% CI in brackets (t-interval on log ratios)\n"
+      out << Runner.table(%w[fixture state variant median_ms vs_stock vs_oracle vs_bootsnap], rows) << "\n\n"
+      out << "Overhead above the oracle, loadscan relative to Bootsnap: (loadscan−oracle)/(bootsnap−oracle),\n"
+      out << "99% CI by paired bootstrap. Issue target: ≤ 0.10.\n"
+      orows = data[:overheads].map do |o|
+        r = o[:loadscan_over_bootsnap_overhead]
+        [o[:fixture], o[:state], format("%.1f", r[:overhead_ms]), format("%.1f", r[:ref_overhead_ms]),
+         format("%.2f [%.2f–%.2f]", r[:ratio], r[:lo], r[:hi])]
+      end
+      out << Runner.table(%w[fixture state loadscan−oracle_ms bootsnap−oracle_ms ratio], orows)
+      out
+    end
+  end
+end
+
+if $PROGRAM_NAME == __FILE__
+  opts = { gems: [100, 200, 400, 800], debian: nil, runs: 7, states: Bench::Boot::STATES, regen: false }
+  OptionParser.new do |o|
+    o.banner = "usage: ruby bench/boot.rb [--gems 100,200] [--[no-]debian] [--runs N] [--states cold,warm,checkout] [--quick]"
+    o.on("--gems LIST", Array) { |v| opts[:gems] = v.map { |s| Integer(s) } }
+    o.on("--[no-]debian", "realistic Debian tree (default: when its packages are installed)") { |v| opts[:debian] = v }
+    o.on("--runs N", Integer) { |v| opts[:runs] = v }
+    o.on("--states LIST", Array) { |v| opts[:states] = v }
+    o.on("--quick", "gems 100,200, 3 runs, no Debian tree") { opts.merge!(gems: [100, 200], runs: 3, debian: false) }
+    o.on("--regen", "regenerate the fixtures") { opts[:regen] = true }
+  end.parse!
+  bad = opts[:states] - Bench::Boot::STATES
+  abort "unknown states: #{bad.join(", ")}" unless bad.empty?
+  fixtures = opts[:gems].map { |n| "gems-#{n}" }
+  debian = opts[:debian].nil? ? Bench::Fixtures.debian_available? : opts[:debian]
+  if debian && !Bench::Fixtures.debian_available?
+    abort "bench: Debian packages for the realistic tree are missing (ruby fixtures/debian_tree.rb --install)"
+  end
+  fixtures << "debian" if debian
+  data = Bench::Boot.run(fixtures: fixtures, states: opts[:states], runs: opts[:runs], regen: opts[:regen])
+  text = Bench::Boot.report(data)
+  puts text
+  json = Bench::Runner.write_json("boot", data.merge(ruby: RUBY_DESCRIPTION, nproc: Etc.respond_to?(:nprocessors) ? Etc.nprocessors : nil,
+                                                     at: Time.now.utc.to_s, runs: opts[:runs], table: text))
+  puts "\nJSON: #{json}"
+end

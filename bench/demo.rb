@@ -1,0 +1,47 @@
+# frozen_string_literal: true
+# The body of bin/demo (run that: it builds first). Boots a ~300-gem fixture app with stock
+# Ruby, Bootsnap's load-path cache (if `require "bootsnap"` works) and loadscan (cold: empty
+# cache dir; warm: cache dir left by the previous run), 5 alternating rounds, median per row.
+require "fileutils"
+require_relative "support/runner"
+require_relative "support/fixtures"
+
+include Bench
+RUNS = Integer(ENV.fetch("DEMO_RUNS", 5))
+fx = Fixtures.ensure("gems-300")
+gems = Dir[File.join(fx[:root], "gems", "*")].size
+files = Dir.glob("**/*.rb", base: fx[:root]).size
+puts "demo: fixture app with #{gems} gems and #{files} Ruby files (#{fx[:root]})"
+
+cache = File.join(OUT_DIR, "demo-cache")
+FileUtils.rm_rf(cache)
+ls_cold = File.join(cache, "loadscan-cold")
+ls_warm = File.join(cache, "loadscan-warm")
+bs_warm = File.join(cache, "bootsnap-warm")
+[ls_warm, bs_warm].each { |d| FileUtils.mkdir_p(d) }
+argv = [RUBY, fx[:boot]]
+variants = [Variant.new(name: "stock Ruby", env: {}, argv: argv)]
+if system(RUBY, "-e", 'require "bootsnap"', err: File::NULL)
+  variants << Variant.new(name: "Bootsnap (warm)", argv: argv,
+                          env: { "BOOT_PRELUDE" => Fixtures.prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => bs_warm })
+end
+variants << Variant.new(name: "loadscan (cold)", argv: argv,
+                        env: { "BOOT_PRELUDE" => Fixtures.prelude("loadscan"), "LOADSCAN_CACHE_DIR" => ls_cold },
+                        prepare: -> { FileUtils.rm_rf(ls_cold); FileUtils.mkdir_p(ls_cold) })
+variants << Variant.new(name: "loadscan (warm)", argv: argv,
+                        env: { "BOOT_PRELUDE" => Fixtures.prelude("loadscan"), "LOADSCAN_CACHE_DIR" => ls_warm })
+
+times = Runner.alternate(variants, runs: RUNS, warmup: 1,
+                         progress: ->(r, n) { $stderr.print "\rdemo: round #{r}/#{n}"; $stderr.puts if r == n })
+stock = times["stock Ruby"]
+rows = variants.map do |v|
+  r = Stats.paired_ratio(times[v.name], stock)
+  [v.name, Runner.ms(Stats.median(times[v.name])),
+   v.name == "stock Ruby" ? "1.00x" : format("%.2fx", r[:ratio]),
+   v.name == "stock Ruby" ? "" : format("%.1fx faster", 1 / r[:ratio])]
+end
+puts
+puts Runner.table(["boot", "median ms", "time vs stock", ""], rows)
+puts "(median of #{RUNS} alternating runs; ratios are geometric means of paired runs)"
+puts "note: loadscan wrote no cache files, so its warm boot is a cold one (persistent cache not there yet)" if Dir.empty?(ls_warm)
+puts "more: bench/README.md (ruby bench/boot.rb --quick)"

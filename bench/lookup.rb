@@ -1,0 +1,77 @@
+# frozen_string_literal: true
+# ns per lookup, in one process whose $LOAD_PATH has the fixture's dirs in front (as its boot.rb
+# would set it), after `require_relative "../lib/loadscan"; Loadscan.setup`:
+#
+#   ruby bench/lookup.rb [--gems 200 | --debian] [--rounds 7]
+#
+# Keys: hit = every String feature the fixture's stock boot required (the oracle map, bench/
+# preludes/record.rb), none of them loaded in this process; miss = as many names that exist
+# nowhere. Methods: Hash#[] on the recorded map (the floor of any in-Ruby cache),
+# Loadscan::Native.resolve, Loadscan.lookup, and $LOAD_PATH.resolve_feature_path (Ruby's own
+# probing, for scale). Rounds alternate the methods; the table shows the median round.
+# Includes the `each` loop's own cost (shown as `empty loop`).
+require "optparse"
+require_relative "support/runner"
+require_relative "support/fixtures"
+
+opts = { fixture: "gems-200", rounds: 7 }
+OptionParser.new do |o|
+  o.on("--gems N", Integer) { |n| opts[:fixture] = "gems-#{n}" }
+  o.on("--debian") { opts[:fixture] = "debian" }
+  o.on("--rounds N", Integer) { |n| opts[:rounds] = n }
+end.parse!
+
+fx = Bench::Fixtures.ensure(opts[:fixture])
+map = Marshal.load(File.binread(Bench::Fixtures.ensure_oracle(fx)))
+manifest = Marshal.load(File.binread(Dir[File.join(fx[:root], "{app,debian_tree}.marshal")].first))
+(manifest[:removed_prefixes] || []).each do |pre|
+  $LOAD_PATH.reject! { |e| (s = e.to_s) == pre || s.start_with?("#{pre}/") }
+end
+$LOAD_PATH.unshift(*manifest[:load_path])
+require_relative "../lib/loadscan"
+abort "bench: loadscan not active (rake compile?)" unless Loadscan.setup
+
+hits = map.keys.select { |k| k.is_a?(String) && !k.start_with?("/", "./", "../") && !$LOADED_FEATURES.include?(map[k]) }
+misses = hits.each_with_index.map { |k, i| "nope_#{i}/#{k}" }
+agree = hits.count { |k| Loadscan.lookup(k) == map[k] }
+abort "bench: no hit keys" if hits.empty?
+
+def time_ns(keys, iters)
+  t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+  iters.times { keys.each { |k| yield k } }
+  (Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond) - t0).fdiv(iters * keys.size)
+end
+
+methods = {
+  "empty loop" => [->(_k) {}, 200],
+  "Hash#[]" => [->(k) { map[k] }, 200],
+  "Native.resolve" => [->(k) { Loadscan::Native.resolve(k) }, 50],
+  "Loadscan.lookup" => [->(k) { Loadscan.lookup(k) }, 50],
+  "resolve_feature_path" => [->(k) { $LOAD_PATH.resolve_feature_path(k) }, 1, 200],
+}
+samples = Hash.new { |h, k| h[k] = [] }
+opts[:rounds].times do |r|
+  methods.to_a.rotate(r % methods.size).each do |name, (fn, iters, limit)|
+    { "hit" => hits, "miss" => misses }.each do |kind, keys|
+      keys = keys.first(limit) if limit # Ruby's probing is slow: first 200 keys only
+      samples[[name, kind]] << time_ns(keys, iters) { |k| fn.(k) }
+    end
+  end
+end
+
+rows = methods.keys.map do |name|
+  h = Bench::Stats.median(samples[[name, "hit"]])
+  m = Bench::Stats.median(samples[[name, "miss"]])
+  hh = Bench::Stats.median(samples[["Hash#[]", "hit"]])
+  [name, format("%.0f", h), format("%.0f", m), format("%.1f", h / hh)]
+end
+text = "lookup on #{fx[:name]}: #{hits.size} hit keys (loadscan agrees with the stock boot on #{agree}), " \
+       "#{misses.size} miss keys, #{$LOAD_PATH.size} $LOAD_PATH entries; median of #{opts[:rounds]} rounds\n" +
+       Bench::Runner.table(["method", "ns/hit", "ns/miss", "hit vs Hash#[]"], rows)
+puts text
+json = Bench::Runner.write_json("lookup-#{fx[:name]}", {
+  fixture: fx[:name], hits: hits.size, misses: misses.size, agree: agree, load_path: $LOAD_PATH.size,
+  ns: samples.map { |(n, k), v| { method: n, kind: k, median_ns: Bench::Stats.median(v), samples: v } },
+  table: text, at: Time.now.utc.to_s
+})
+puts "\nJSON: #{json}"

@@ -1,0 +1,50 @@
+# frozen_string_literal: true
+
+require_relative "../test_helper"
+
+# The binding under GC.stress: every allocation runs the GC, so a Ruby object the extension
+# forgot to keep alive (the $LOAD_PATH snapshot, strings it returns) would crash or corrupt.
+class NativeTest < Minitest::Test
+  def test_requires_and_load_path_changes_under_gc_stress
+    with_files((1..8).map { |i| ["e#{i % 3}/f#{i}.rb", "$n = ($n || 0) + 1"] }) do |dir|
+      # Without RubyGems (whose Ruby code makes every require allocate heavily) the stressed
+      # section stays short; the decorator then sits on Kernel#require itself.
+      stock, = assert_same_as_stock(<<~RUBY, ruby_opts: ["--disable-gems"], timeout: 180)
+        $LOAD_PATH.unshift(#{"#{dir}/e0".inspect})
+        results = (1..8).map do |i|
+          $LOAD_PATH.insert(1, #{dir.inspect} + "/e\#{i / 2}") if i.even? && i <= 4
+          GC.stress = true
+          begin
+            require("f\#{i}")
+          rescue LoadError => e
+            [e.message, e.path]
+          ensure
+            GC.stress = false
+          end
+        end
+        report("results" => results, "n" => $n, "loaded_features" => $LOADED_FEATURES.dup)
+      RUBY
+      assert_operator stock.report["n"], :>=, 4
+    end
+  end
+
+  def test_a_missing_extension_degrades_to_rubys_require_with_one_warning
+    Dir.mktmpdir do |tmp|
+      FileUtils.cp_r(Loadscan::TestSupport::LIB, tmp)
+      Dir.glob("#{tmp}/lib/loadscan/**/*.so").each { |f| File.delete(f) }
+      code = "require #{"#{tmp}/lib/loadscan/setup".inspect}; print [Loadscan.active?, require('set')].inspect"
+      out, err, status = Open3.capture3({ "RUBYOPT" => nil }, RbConfig.ruby, "-e", code)
+      assert status.success?, err
+      assert_equal "[false, true]", out
+      assert_equal 1, err.scan(/loadscan: native extension could not be loaded/).size, err
+    end
+  end
+
+  def test_disable_leaves_require_alone
+    out, err, status = Open3.capture3({ "LOADSCAN_DISABLE" => "1", "RUBYOPT" => nil }, RbConfig.ruby, "-e",
+                                      "require #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}; " \
+                                      "print [Loadscan.active?, Kernel.private_method_defined?(:loadscan_original_gem_original_require)].inspect")
+    assert status.success?, err
+    assert_equal "[false, false]", out
+  end
+end
