@@ -54,7 +54,7 @@ module Bench
             # needs the warm state's cache (run after the warm block, or filled here)
             unless File.directory?(snap) && !Dir.empty?(snap)
               FileUtils.mkdir_p(snap)
-              Runner.time_once(env.merge(v == "bootsnap" ? { "BENCH_BOOTSNAP_DIR" => snap } : { "LOADSCAN_CACHE_DIR" => snap }).reject { |k, _| k == "LOADSCAN_VALIDATE" }, argv)
+              Runner.time_once(Fixtures.gem_env(fx).merge(env).merge(v == "bootsnap" ? { "BENCH_BOOTSNAP_DIR" => snap } : { "LOADSCAN_CACHE_DIR" => snap }).reject { |k, _| k == "LOADSCAN_VALIDATE" }, argv)
             end
             prepare = lambda do
               FileUtils.rm_rf(dir)
@@ -63,7 +63,7 @@ module Bench
             end
           end
         end
-        Variant.new(name: v, env: env, argv: argv, prepare: prepare)
+        Variant.new(name: v, env: Fixtures.gem_env(fx).merge(env), argv: argv, prepare: prepare)
       end
     end
 

@@ -31,6 +31,7 @@ variants << Variant.new(name: "loadscan (cold)", argv: argv,
 variants << Variant.new(name: "loadscan (warm)", argv: argv,
                         env: { "BOOT_PRELUDE" => Fixtures.prelude("loadscan"), "LOADSCAN_CACHE_DIR" => ls_warm })
 
+variants.each { |v| v.env = Fixtures.gem_env(fx).merge(v.env) }
 times = Runner.alternate(variants, runs: RUNS, warmup: 1,
                          progress: ->(r, n) { $stderr.print "\rdemo: round #{r}/#{n}"; $stderr.puts if r == n })
 stock = times["stock Ruby"]

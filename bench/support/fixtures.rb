@@ -16,7 +16,8 @@ module Bench
     def ensure(name, regen: false)
       root = File.join(DIR, name)
       boot = File.join(root, "boot.rb")
-      if regen || !File.exist?(boot)
+      generators = Dir[File.join(ROOT, "fixtures", "*.rb")].map { |f| File.mtime(f) }.max
+      if regen || !File.exist?(boot) || File.mtime(boot) < generators
         warn "bench: generating fixture #{name} in #{root}"
         ok = if name == "debian"
                system(RUBY, File.join(ROOT, "fixtures", "debian_tree.rb"), "--out", root, out: File::NULL)
@@ -28,7 +29,7 @@ module Bench
         raise "fixture #{name}: generator failed" unless ok
         FileUtils.rm_f(oracle_map(name))
       end
-      { name: name, root: root, boot: boot, app: File.join(root, "app") }
+      { name: name, root: root, boot: boot, app: File.join(root, "app"), gems: File.join(root, "gems") }
     end
 
     # Whether the Debian packages the realistic tree is built from are installed.
@@ -44,11 +45,17 @@ module Bench
       return map if File.exist?(map) && File.mtime(map) >= File.mtime(fx[:boot])
 
       FileUtils.mkdir_p(File.dirname(map))
-      Runner.time_once({ "BOOT_PRELUDE" => prelude("record"), "BENCH_ORACLE_OUT" => map }, [RUBY, fx[:boot]])
+      Runner.time_once(gem_env(fx).merge("BOOT_PRELUDE" => prelude("record"), "BENCH_ORACLE_OUT" => map), [RUBY, fx[:boot]])
       map
     end
 
     def prelude(name) = File.join(PRELUDES, "#{name}.rb")
+
+    # The fixture's gems are installed gems, as under Bundler: on GEM_PATH, so Bootsnap and
+    # loadscan both treat them as stable (one check per entry, not per directory).
+    def gem_env(fx)
+      { "GEM_PATH" => [fx[:gems], *Gem.path].join(File::PATH_SEPARATOR) }
+    end
 
     # Sets the mtime of every file and directory under dir to a new time (as a fresh
     # `git checkout` would): the current time, so each call (a boot apart) differs.

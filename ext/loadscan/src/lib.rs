@@ -164,6 +164,10 @@ fn stats(ruby: &Ruby) -> Result<Option<RHash>, Error> {
     h.aset(ruby.to_symbol("load_path_entries"), s.load_path_entries)?;
     h.aset(ruby.to_symbol("hits"), s.hits)?;
     h.aset(ruby.to_symbol("deferred"), s.deferred)?;
+    let ms = |d: std::time::Duration| (d.as_secs_f64() * 1e5).round() / 100.0;
+    h.aset(ruby.to_symbol("cache_load_ms"), ms(s.timings.load))?;
+    h.aset(ruby.to_symbol("expand_ms"), ms(s.timings.expand))?;
+    h.aset(ruby.to_symbol("sync_ms"), ms(s.timings.sync))?;
     Ok(Some(h))
 }
 

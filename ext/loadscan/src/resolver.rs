@@ -8,6 +8,7 @@
 use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::{Mutex, TryLockError};
+use std::time::{Duration, Instant};
 
 use loadscan_core::index::{Index, Resolution, SyncPolicy, Want};
 use loadscan_core::scan::Kind;
@@ -18,7 +19,19 @@ use rb_sys::VALUE;
 use crate::load_path::LoadPath;
 use crate::nogvl::without_gvl;
 
+/// Where the time went, for `Loadscan.stats`.
+#[derive(Default, Clone, Copy)]
+pub struct Timings {
+    /// Reading and checking the cache file.
+    pub load: Duration,
+    /// Expanding `$LOAD_PATH` entries (realpath), over all syncs.
+    pub expand: Duration,
+    /// Revalidating, scanning and ranking, over all syncs.
+    pub sync: Duration,
+}
+
 struct State {
+    timings: Timings,
     index: Index,
     load_path: LoadPath,
     policy: SyncPolicy,
@@ -66,6 +79,7 @@ const PRUNE_AFTER_S: i64 = 30 * 24 * 3600;
 /// Starts following `load_path` (drops any earlier state). With a cache, its snapshot serves
 /// the roots it knows; the answer is why an existing cache was not used (for a warning).
 pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<Cache>) -> Option<String> {
+    let started = Instant::now();
     let (index, warning) = match &cache {
         Some(c) => {
             let path = c.dir.join(CACHE_FILE);
@@ -78,7 +92,9 @@ pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<C
         }
         None => (Index::new(dlext), None),
     };
+    let timings = Timings { load: started.elapsed(), ..Timings::default() };
     let state = State {
+        timings,
         index,
         load_path: LoadPath::new(load_path),
         policy,
@@ -140,13 +156,17 @@ pub fn stop() {
 impl State {
     /// Mirrors `$LOAD_PATH`; scans entries never seen. `false` when it cannot be mirrored.
     fn sync(&mut self) -> bool {
+        let started = Instant::now();
         let order: Vec<PathBuf> = match self.load_path.poll() {
             Ok(None) => return true,
             Ok(Some(entries)) => entries.to_vec(),
             Err(_) => return false,
         };
+        let expanded = started.elapsed();
         let (index, policy) = (&mut self.index, &self.policy);
         let report = without_gvl(|| index.sync(&order, policy));
+        self.timings.expand += expanded;
+        self.timings.sync += started.elapsed() - expanded;
         if report.scanned + report.refreshed > 0 {
             self.scans += 1;
             self.scanned_roots += report.scanned;
@@ -301,6 +321,7 @@ pub struct Stats {
     pub load_path_entries: usize,
     pub hits: usize,
     pub deferred: usize,
+    pub timings: Timings,
 }
 
 pub fn stats() -> Option<Stats> {
@@ -315,5 +336,6 @@ pub fn stats() -> Option<Stats> {
         load_path_entries: s.load_path.entries().len(),
         hits: s.hits,
         deferred: s.deferred,
+        timings: s.timings,
     })
 }

@@ -277,7 +277,14 @@ impl Index {
             };
             let root = &self.roots[id as usize];
             if let (Some(base), false) = (root.base, root.checked) {
-                to_check.push((id, base, !Self::is_stable(path, policy), path));
+                let volatile = !Self::is_stable(path, policy);
+                if volatile && !root.volatile {
+                    // Cached as stable (only its top directory recorded): cannot be checked
+                    // directory by directory.
+                    to_scan.push(path.clone());
+                } else {
+                    to_check.push((id, base, volatile, path));
+                }
             }
         }
         let verdicts = self.check_roots(&to_check, policy);
@@ -290,7 +297,7 @@ impl Index {
                 }
                 Freshness::Rescan => to_scan.push(path.clone()),
                 Freshness::Refresh(dirs) => {
-                    let old = snapshot.as_ref().and_then(|s| s.root(base as usize).and_then(|v| s.listing(&v)));
+                    let old = snapshot.as_ref().and_then(|s| s.root(base as usize).and_then(|v| s.listing(&v, base)));
                     match old {
                         Some(old) => {
                             let started = now_ns();
@@ -348,6 +355,10 @@ impl Index {
     /// path and were last used before `prune_before_s`.
     pub fn records(&self, now_s: i64, prune_before_s: i64) -> Vec<RootRecord> {
         let mut out = Vec::new();
+        let mut base_files = match &self.base {
+            Some(s) if self.roots.iter().any(|r| r.base.is_some() && !r.retired) => s.files_by_root(None),
+            _ => Vec::new(),
+        };
         for (id, r) in self.roots.iter().enumerate() {
             if r.retired {
                 continue;
@@ -366,10 +377,17 @@ impl Index {
                     blind: l.blind.clone(),
                     problems: Vec::new(),
                 }),
-                (None, Some(b), Some(s)) => s.root(b as usize).and_then(|v| s.listing(&v)),
+                (None, Some(b), Some(s)) => s.root(b as usize).and_then(|v| s.skeleton(&v)).map(|mut l| {
+                    l.files = base_files.get_mut(b as usize).map(std::mem::take).unwrap_or_default();
+                    l
+                }),
                 _ => None,
             };
-            if let Some(listing) = listing {
+            if let Some(mut listing) = listing {
+                if !r.volatile {
+                    // A stable root is only ever checked at its top directory.
+                    listing.dirs.retain(|d| d.rel.is_empty());
+                }
                 out.push(RootRecord { listing, volatile: r.volatile, scanned_at_ns: r.scanned_at_ns, last_used_s });
             }
         }

@@ -7,19 +7,18 @@ use crate::hash::stable_hash;
 use crate::scan::{Kind, Listing, RootState};
 
 /// Bumped whenever the layout changes; older files are ignored and rewritten.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 pub(crate) const MAGIC: &[u8; 8] = b"LOADSCAN";
 pub(crate) const HEADER_LEN: usize = 64;
 pub(crate) const NONE: u32 = u32::MAX;
 pub(crate) const MANY: u32 = 0x8000_0000;
 
-pub(crate) const ROOT_REC: usize = 56;
+pub(crate) const ROOT_REC: usize = 44;
 pub(crate) const DIR_REC: usize = 48;
-pub(crate) const FILE_REC: usize = 12;
 pub(crate) const BLIND_REC: usize = 8;
 pub(crate) const FEAT_REC: usize = 16;
 pub(crate) const BFEAT_REC: usize = 12;
-pub(crate) const COUNTS: usize = 40;
+pub(crate) const COUNTS: usize = 32;
 
 /// One root as stored: its listing plus what revalidation needs.
 #[derive(Debug)]
@@ -40,6 +39,16 @@ pub(crate) fn state_code(s: RootState) -> u8 {
         RootState::Missing => 1,
         RootState::NotDir => 2,
     }
+}
+
+/// Slots of the feature table: a load factor of at most 3/4 (linear probing stays short).
+pub(crate) fn slot_count(features: usize) -> usize {
+    features + features / 3 + 8
+}
+
+/// The first slot to probe for a hash: `hash * n / 2^64`, uniform for any table size.
+pub(crate) fn home_slot(hash: u64, n_slots: usize) -> usize {
+    ((hash as u128 * n_slots as u128) >> 64) as usize
 }
 
 struct Strings {
@@ -83,11 +92,11 @@ fn postings(ids: &[u32], overflow: &mut Vec<u32>) -> u32 {
 /// loadscan that may use it.
 pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
     let mut strings = Strings { bytes: Vec::new(), seen: HashMap::new() };
-    let (mut root_recs, mut dir_recs, mut file_recs, mut blind_recs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut root_recs, mut dir_recs, mut blind_recs) = (Vec::new(), Vec::new(), Vec::new());
     // stem -> (rb ids, ext ids); prefix -> blind ids
     let mut feats: HashMap<&[u8], (Vec<u32>, Vec<u32>)> = HashMap::new();
     let mut bfeats: HashMap<&[u8], Vec<u32>> = HashMap::new();
-    let (mut n_dirs, mut n_files, mut n_blind) = (0u32, 0u32, 0u32);
+    let (mut n_dirs, mut n_blind) = (0u32, 0u32);
     for (id, r) in roots.iter().enumerate() {
         let id = id as u32;
         let l = &r.listing;
@@ -95,11 +104,10 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
         put32(&mut root_recs, po);
         put32(&mut root_recs, pl);
         root_recs.extend_from_slice(&[state_code(l.state), r.volatile as u8, 0, 0]);
-        for (start, len) in [(n_dirs, l.dirs.len()), (n_files, l.files.len()), (n_blind, l.blind.len())] {
+        for (start, len) in [(n_dirs, l.dirs.len()), (n_blind, l.blind.len())] {
             put32(&mut root_recs, start);
             put32(&mut root_recs, len as u32);
         }
-        put32(&mut root_recs, 0);
         put64(&mut root_recs, r.scanned_at_ns as u64);
         put64(&mut root_recs, r.last_used_s as u64);
         for d in &l.dirs {
@@ -112,11 +120,8 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
             put64(&mut dir_recs, d.stamp.size);
             put64(&mut dir_recs, d.digest);
         }
+        // A root's files are not stored apart: they are the features whose postings name it.
         for f in &l.files {
-            let (o, n) = strings.add(&f.stem);
-            put32(&mut file_recs, o);
-            put32(&mut file_recs, n);
-            put32(&mut file_recs, matches!(f.kind, Kind::Ext) as u32);
             let e = feats.entry(f.stem.as_slice()).or_default();
             match f.kind {
                 Kind::Rb => e.0.push(id),
@@ -130,14 +135,13 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
             bfeats.entry(b.as_slice()).or_default().push(id);
         }
         n_dirs += l.dirs.len() as u32;
-        n_files += l.files.len() as u32;
         n_blind += l.blind.len() as u32;
     }
 
     let mut overflow: Vec<u32> = Vec::new();
     let mut feat_list: Vec<_> = feats.into_iter().collect();
     feat_list.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let n_slots = (feat_list.len() * 2).next_power_of_two().max(8);
+    let n_slots = slot_count(feat_list.len());
     let mut slots = vec![NONE; n_slots];
     let mut feat_recs = Vec::with_capacity(feat_list.len() * FEAT_REC);
     for (i, (stem, (rb, ext))) in feat_list.iter().enumerate() {
@@ -146,9 +150,9 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
         put32(&mut feat_recs, n);
         put32(&mut feat_recs, postings(rb, &mut overflow));
         put32(&mut feat_recs, postings(ext, &mut overflow));
-        let mut slot = stable_hash(stem) as usize & (n_slots - 1);
+        let mut slot = home_slot(stable_hash(stem), n_slots);
         while slots[slot] != NONE {
-            slot = (slot + 1) & (n_slots - 1);
+            slot = if slot + 1 == n_slots { 0 } else { slot + 1 };
         }
         slots[slot] = i as u32;
     }
@@ -167,18 +171,16 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
     for n in [
         roots.len() as u32,
         n_dirs,
-        n_files,
         n_blind,
         feat_list.len() as u32,
         n_slots as u32,
         overflow.len() as u32,
         bfeat_list.len() as u32,
         strings.bytes.len() as u32,
-        0,
     ] {
         put32(&mut body, n);
     }
-    for section in [&root_recs, &dir_recs, &file_recs, &blind_recs, &feat_recs] {
+    for section in [&root_recs, &dir_recs, &blind_recs, &feat_recs] {
         body.extend_from_slice(section);
     }
     for s in &slots {

@@ -12,13 +12,15 @@
 //! bincode (unmaintained, 3.0 a tombstone) would deserialize into a fresh `HashMap` every boot.
 //! Measured figures are in `bench/README.md`.
 //!
-//! # Layout (version 1)
+//! # Layout (version 2)
 //! ```text
 //! header  64 bytes: magic "LOADSCAN", version, body length, CRC32 of the body, env key length
 //! body    env key (loadscan version, RUBY_REVISION, RUBY_PLATFORM, DLEXT) then the sections:
-//!         counts | roots | dirs | files | blind | features | slots | ids | blind_prefixes | strings
+//!         counts | roots | dirs | blind | features | slots | ids | blind_prefixes | strings
 //! ```
-//! Roots own ranges of dirs, files and blind spots (their listings). A feature record points
+//! Roots own ranges of dirs and blind spots; a root's files are the features whose postings
+//! name it (rebuilt in one pass when a root must be re-listed or the file rewritten, never on
+//! the boot path), which keeps the file — and the page faults of reading it — small. A feature record points
 //! at its stem in `strings` and holds two posting values (root ids with a `.rb`, with the
 //! native extension): one id inline, or an index into `ids` for several. `slots` is an
 //! open-addressing table over the feature records keyed by [`crate::hash::stable_hash`].

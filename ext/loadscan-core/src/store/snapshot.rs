@@ -20,7 +20,6 @@ pub struct Snapshot {
     n_bfeats: usize,
     roots: usize,
     dirs: usize,
-    files: usize,
     blind: usize,
     feats: usize,
     slots: usize,
@@ -45,7 +44,6 @@ pub struct RootView<'a> {
     /// When it was last on a load path that wrote the cache (s since the epoch).
     pub last_used_s: i64,
     dirs: (usize, usize),
-    files: (usize, usize),
     blind: (usize, usize),
 }
 
@@ -91,9 +89,9 @@ impl Snapshot {
         }
         let c = HEADER_LEN + env_len;
         let count = |i: usize| read_u32(&bytes, c + 4 * i).map(|v| v as usize).ok_or(corrupt("truncated counts"));
-        let (n_roots, n_dirs, n_files, n_blind, n_feats, n_slots, n_ids, n_bfeats, strings_len) =
-            (count(0)?, count(1)?, count(2)?, count(3)?, count(4)?, count(5)?, count(6)?, count(7)?, count(8)?);
-        if n_slots == 0 || !n_slots.is_power_of_two() || n_slots < n_feats {
+        let (n_roots, n_dirs, n_blind, n_feats, n_slots, n_ids, n_bfeats, strings_len) =
+            (count(0)?, count(1)?, count(2)?, count(3)?, count(4)?, count(5)?, count(6)?, count(7)?);
+        if n_slots <= n_feats {
             return Err(corrupt("bad feature table size"));
         }
         let mut at = c + COUNTS;
@@ -104,7 +102,6 @@ impl Snapshot {
         };
         let roots = section(n_roots, ROOT_REC)?;
         let dirs = section(n_dirs, DIR_REC)?;
-        let files = section(n_files, FILE_REC)?;
         let blind = section(n_blind, BLIND_REC)?;
         let feats = section(n_feats, FEAT_REC)?;
         let slots = section(n_slots, 4)?;
@@ -122,7 +119,6 @@ impl Snapshot {
             n_bfeats,
             roots,
             dirs,
-            files,
             blind,
             feats,
             slots,
@@ -188,10 +184,9 @@ impl Snapshot {
             state,
             volatile: flags[1] != 0,
             dirs: range(0)?,
-            files: range(1)?,
-            blind: range(2)?,
-            scanned_at_ns: self.u64(r + 40)? as i64,
-            last_used_s: self.u64(r + 48)? as i64,
+            blind: range(1)?,
+            scanned_at_ns: self.u64(r + 28)? as i64,
+            last_used_s: self.u64(r + 36)? as i64,
         })
     }
 
@@ -200,7 +195,7 @@ impl Snapshot {
         let (start, len) = root.dirs;
         (start..start.saturating_add(len)).map(move |i| {
             let d = self.dirs.checked_add(i.checked_mul(DIR_REC)?)?;
-            if d + DIR_REC > self.files {
+            if d + DIR_REC > self.blind {
                 return None;
             }
             Some(DirRecord {
@@ -216,19 +211,18 @@ impl Snapshot {
         })
     }
 
-    /// The full listing of a root, rebuilt from the file (for rescans and rewrites).
-    pub fn listing(&self, root: &RootView<'_>) -> Option<Listing> {
+    /// The full listing of a root, rebuilt from the file (for rescans): its directories and
+    /// blind spots, and the features whose postings name it (one pass over the table).
+    pub fn listing(&self, root: &RootView<'_>, id: u32) -> Option<Listing> {
+        let mut l = self.skeleton(root)?;
+        l.files = self.files_by_root(Some(id)).pop().unwrap_or_default();
+        Some(l)
+    }
+
+    /// A root's listing without its files: directories and blind spots.
+    pub fn skeleton(&self, root: &RootView<'_>) -> Option<Listing> {
         let mut l = Listing::empty(root.path_buf(), root.state);
         l.dirs = self.dirs(root).collect::<Option<Vec<_>>>()?;
-        let (start, len) = root.files;
-        for i in start..start.checked_add(len)? {
-            let f = self.files.checked_add(i.checked_mul(FILE_REC)?)?;
-            if f + FILE_REC > self.blind {
-                return None;
-            }
-            let kind = if self.u32(f + 8)? == 0 { Kind::Rb } else { Kind::Ext };
-            l.files.push(FileEntry { stem: self.string_at(f)?.to_vec(), kind });
-        }
         let (start, len) = root.blind;
         for i in start..start.checked_add(len)? {
             let b = self.blind.checked_add(i.checked_mul(BLIND_REC)?)?;
@@ -240,10 +234,37 @@ impl Snapshot {
         Some(l)
     }
 
+    /// Every root's files, rebuilt from the feature table in one pass (index = root id), or
+    /// only `only`'s (then the result has one element).
+    pub fn files_by_root(&self, only: Option<u32>) -> Vec<Vec<FileEntry>> {
+        let mut out: Vec<Vec<FileEntry>> = vec![Vec::new(); if only.is_some() { 1 } else { self.n_roots }];
+        for i in 0..self.n_feats {
+            let f = self.feats + i * FEAT_REC;
+            let (Some(stem), Some(rb), Some(ext)) = (self.string_at(f), self.u32(f + 8), self.u32(f + 12)) else {
+                continue;
+            };
+            for (posting, kind) in [(rb, Kind::Rb), (ext, Kind::Ext)] {
+                self.for_each_id(posting, |id| {
+                    let slot = match only {
+                        Some(o) if o == id => Some(0),
+                        Some(_) => None,
+                        None => Some(id as usize),
+                    };
+                    if let Some(list) = slot.and_then(|s| out.get_mut(s)) {
+                        list.push(FileEntry { stem: stem.to_vec(), kind });
+                    }
+                });
+            }
+        }
+        for list in &mut out {
+            list.sort_unstable();
+        }
+        out
+    }
+
     /// Posting values of a feature stem: (roots with `stem.rb`, roots with the extension).
     pub fn lookup(&self, stem: &[u8]) -> Option<(u32, u32)> {
-        let mask = self.n_slots - 1;
-        let mut slot = stable_hash(stem) as usize & mask;
+        let mut slot = home_slot(stable_hash(stem), self.n_slots);
         for _ in 0..self.n_slots {
             let idx = self.u32(self.slots + 4 * slot)?;
             if idx == NONE {
@@ -256,7 +277,7 @@ impl Snapshot {
                     return Some((self.u32(f + 8)?, self.u32(f + 12)?));
                 }
             }
-            slot = (slot + 1) & mask;
+            slot = if slot + 1 >= self.n_slots { 0 } else { slot + 1 };
         }
         None
     }
