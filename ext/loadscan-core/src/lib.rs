@@ -20,5 +20,6 @@
 
 pub mod hash;
 pub mod index;
+pub mod realpath;
 pub mod scan;
 pub mod store;

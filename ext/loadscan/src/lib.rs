@@ -21,9 +21,11 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+/// A copy of a String argument's bytes (Ruby code run during a lookup — a `to_path` of a
+/// `$LOAD_PATH` entry — could otherwise change them under us). Only real Strings take the fast
+/// path; anything else (to_path / to_str objects, wrong types) goes to Ruby's require, which
+/// converts or raises exactly as it always does.
 fn string_bytes(v: Value) -> Option<Vec<u8>> {
-    // Only real Strings take the fast path; anything else (to_path / to_str objects, wrong
-    // types) goes to Ruby's require, which converts or raises exactly as it always does.
     let s = RString::from_value(v)?;
     Some(unsafe { s.as_slice() }.to_vec())
 }

@@ -6,10 +6,11 @@
 //! `shift`…) un-shares it, so an unchanged load path costs one pointer comparison. When they do
 //! not share (small arrays are embedded), the elements are compared by identity.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use loadscan_core::realpath::RealPaths;
 
 use rb_sys::{ruby_value_type, VALUE};
 
@@ -30,23 +31,9 @@ pub struct LoadPath {
     dynamic: bool,
     /// The expanded entries (Ruby skips empty ones; they are left out here too).
     expanded: Vec<PathBuf>,
-    realpaths: HashMap<PathBuf, PathBuf>,
+    realpaths: RealPaths,
     opaque: Option<Opaque>,
     fresh: bool,
-}
-
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 impl LoadPath {
@@ -59,10 +46,15 @@ impl LoadPath {
             snapshot,
             dynamic: false,
             expanded: Vec::new(),
-            realpaths: HashMap::new(),
+            realpaths: RealPaths::default(),
             opaque: None,
             fresh: true,
         }
+    }
+
+    /// Whether `$LOAD_PATH` is as last polled and mirrorable (then `poll` has nothing to do).
+    pub fn is_unchanged(&self) -> bool {
+        self.opaque.is_none() && self.unchanged()
     }
 
     fn unchanged(&self) -> bool {
@@ -148,12 +140,7 @@ impl LoadPath {
                 let cwd = cwd.get_or_insert_with(|| std::env::current_dir().unwrap_or_default());
                 cwd.join(raw)
             };
-            let real = self
-                .realpaths
-                .entry(abs)
-                .or_insert_with_key(|abs| std::fs::canonicalize(abs).unwrap_or_else(|_| lexical(abs)))
-                .clone();
-            out.push(real);
+            out.push(self.realpaths.expand(&abs));
         }
         (out, dynamic, None)
     }

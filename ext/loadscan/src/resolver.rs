@@ -7,10 +7,11 @@
 
 use std::ffi::CString;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
-use loadscan_core::index::{Index, Resolution, SyncPolicy, Want};
+use loadscan_core::index::{Index, Located, Resolution, SyncPolicy, Want};
 use loadscan_core::scan::Kind;
 use loadscan_core::scan::ProblemKind;
 use loadscan_core::store::{self, LoadError, TrustPolicy};
@@ -50,6 +51,9 @@ struct State {
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
+/// Set when a scan found problems not yet handed out for a warning (checked on every require,
+/// so it is an atomic rather than a trip through the lock).
+static UNREPORTED: AtomicBool = AtomicBool::new(false);
 const MAX_PROBLEMS: usize = 1000;
 
 /// What a lookup gives back to Ruby.
@@ -156,6 +160,9 @@ pub fn stop() {
 impl State {
     /// Mirrors `$LOAD_PATH`; scans entries never seen. `false` when it cannot be mirrored.
     fn sync(&mut self) -> bool {
+        if self.load_path.is_unchanged() {
+            return true;
+        }
         let started = Instant::now();
         let order: Vec<PathBuf> = match self.load_path.poll() {
             Ok(None) => return true,
@@ -176,6 +183,7 @@ impl State {
         for p in report.problems {
             if p.kind != ProblemKind::Skipped && self.problems.len() < MAX_PROBLEMS {
                 self.problems.push((p.kind, p.to_string()));
+                UNREPORTED.store(true, Ordering::Relaxed);
             }
         }
         true
@@ -221,21 +229,36 @@ pub enum Resolved {
 /// Ruby's `rb_feature_provided`: `Some(true)` when provided and not being loaded right now,
 /// `Some(false)` when not provided, `None` when it is being loaded (or Ruby raised).
 fn provided(feature: &[u8]) -> Option<bool> {
-    let c = CString::new(feature).ok()?;
-    let answer = magnus::rb_sys::protect(|| unsafe {
-        let mut loading: *const std::os::raw::c_char = std::ptr::null();
-        let p = rb_sys::rb_feature_provided(c.as_ptr(), &mut loading) != 0;
-        match (p, loading.is_null()) {
-            (false, _) => rb_sys::Qfalse as VALUE,
-            (true, true) => rb_sys::Qtrue as VALUE,
-            (true, false) => rb_sys::Qnil as VALUE,
-        }
-    });
+    let answer = with_cstr(feature, |c| {
+        magnus::rb_sys::protect(|| unsafe {
+            let mut loading: *const std::os::raw::c_char = std::ptr::null();
+            let p = rb_sys::rb_feature_provided(c, &mut loading) != 0;
+            match (p, loading.is_null()) {
+                (false, _) => rb_sys::Qfalse as VALUE,
+                (true, true) => rb_sys::Qtrue as VALUE,
+                (true, false) => rb_sys::Qnil as VALUE,
+            }
+        })
+    })?;
     match answer {
         Ok(v) if v == rb_sys::Qtrue as VALUE => Some(true),
         Ok(v) if v == rb_sys::Qfalse as VALUE => Some(false),
         _ => None,
     }
+}
+
+/// Calls `f` with `bytes` as a NUL-terminated C string (on the stack when short).
+fn with_cstr<R>(bytes: &[u8], f: impl FnOnce(*const std::os::raw::c_char) -> R) -> Option<R> {
+    if bytes.contains(&0) {
+        return None;
+    }
+    let mut stack = [0u8; 512];
+    if bytes.len() < stack.len() {
+        stack[..bytes.len()].copy_from_slice(bytes);
+        return Some(f(stack.as_ptr().cast()));
+    }
+    let owned = CString::new(bytes).ok()?;
+    Some(f(owned.as_ptr()))
 }
 
 /// What `require(feature)` should do, mirroring `load.c`'s `search_required`:
@@ -266,10 +289,10 @@ pub fn resolve(feature: &[u8]) -> Resolved {
 fn resolve_uncounted(feature: &[u8]) -> Resolved {
     let found = with_synced(|s| {
         let q = s.index.parse(feature)?;
-        let path = match s.index.lookup_query(&q) {
-            Resolution::Found { root, stem, kind } => Some((s.index.path_of(root, &stem, kind), kind)),
-            Resolution::Missing => None,
-            Resolution::Unknown => return None,
+        let path = match s.index.locate(&q) {
+            Located::Found(root, kind) => Some((s.index.path_of(root, &q.stem, kind), kind)),
+            Located::Missing => None,
+            Located::Unknown => return None,
         };
         Some((q.want, path))
     });
@@ -298,6 +321,9 @@ pub fn problems() -> Vec<(ProblemKind, String)> {
 
 /// Problems not handed out for a warning yet (the caller warns after the lock is released).
 pub fn unreported_problems() -> Vec<(ProblemKind, String)> {
+    if !UNREPORTED.swap(false, Ordering::Relaxed) {
+        return Vec::new();
+    }
     match STATE.try_lock() {
         Ok(mut g) => match g.as_mut() {
             Some(s) if s.reported < s.problems.len() => {

@@ -2,6 +2,8 @@
 //! relative path it will open (`Kernel#require` expands `a//b`, `a/./b`, `a/../a/b` textually
 //! against each load-path entry before opening).
 
+use std::borrow::Cow;
+
 use crate::scan::Kind;
 
 /// Which files a feature name can match, following `load.c`'s `search_required`.
@@ -18,18 +20,19 @@ pub enum Want {
 
 /// A feature parsed for lookup: the canonical stem (relative path without extension).
 #[derive(Debug, PartialEq, Eq)]
-pub struct Query {
-    /// Canonical relative path without the extension (`a//b/../c.rb` gives `a/c`).
-    pub stem: Vec<u8>,
+pub struct Query<'a> {
+    /// Canonical relative path without the extension (`a//b/../c.rb` gives `a/c`); borrowed
+    /// from the feature when it is canonical already (almost always).
+    pub stem: Cow<'a, [u8]>,
     /// Which extensions apply.
     pub want: Want,
 }
 
-impl Query {
+impl<'a> Query<'a> {
     /// Parses a feature as `require` would see it. `None` for what the index never answers:
     /// absolute paths, `~`, `./` and `../` (resolved against the cwd or home, not the load
     /// path), NUL bytes (Ruby raises), and `..` climbing above the entry.
-    pub fn parse(feature: &[u8], dlext: &[u8]) -> Option<Query> {
+    pub fn parse(feature: &'a [u8], dlext: &[u8]) -> Option<Query<'a>> {
         match feature {
             [] | [b'/', ..] | [b'~', ..] | [b'.', b'/', ..] | [b'.', b'.', b'/', ..] => return None,
             _ if feature.contains(&0) => return None,
@@ -55,11 +58,14 @@ impl Query {
 /// Canonical form of `base`, given that an extension will be appended to its last component:
 /// every component but the last is folded (`""` and `.` dropped, `..` pops); the last one is
 /// kept as is (`foo/` + `.rb` names a file called `.rb`).
-fn canonical(base: &[u8]) -> Option<Vec<u8>> {
+fn canonical(base: &[u8]) -> Option<Cow<'_, [u8]>> {
     let (dirs, last) = match base.iter().rposition(|&c| c == b'/') {
         Some(i) => (&base[..i], &base[i + 1..]),
-        None => return Some(base.to_vec()),
+        None => return Some(Cow::Borrowed(base)),
     };
+    if !dirs.is_empty() && dirs.split(|&c| c == b'/').all(|p| !matches!(p, b"" | b"." | b"..")) {
+        return Some(Cow::Borrowed(base));
+    }
     let mut parts: Vec<&[u8]> = Vec::new();
     for part in dirs.split(|&c| c == b'/') {
         match part {
@@ -76,7 +82,7 @@ fn canonical(base: &[u8]) -> Option<Vec<u8>> {
         stem.push(b'/');
     }
     stem.extend_from_slice(last);
-    Some(stem)
+    Some(Cow::Owned(stem))
 }
 
 /// The file name suffix for a kind, with its dot.
@@ -92,7 +98,7 @@ mod tests {
     use super::*;
 
     fn q(f: &str) -> Option<(String, Want)> {
-        Query::parse(f.as_bytes(), b"so").map(|q| (String::from_utf8(q.stem).unwrap(), q.want))
+        Query::parse(f.as_bytes(), b"so").map(|q| (String::from_utf8(q.stem.into_owned()).unwrap(), q.want))
     }
 
     #[test]

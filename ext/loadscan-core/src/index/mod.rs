@@ -32,6 +32,17 @@ type Ranked = (u32, RootId);
 /// Identifies a scanned root inside one [`Index`].
 pub type RootId = u32;
 
+/// [`Resolution`] without the stem (the caller has it in its [`Query`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Located {
+    /// In this root, with this extension.
+    Found(RootId, Kind),
+    /// No entry has it.
+    Missing,
+    /// The index cannot answer exactly.
+    Unknown,
+}
+
 /// The answer to "which file would `require` load?".
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Resolution {
@@ -403,7 +414,7 @@ impl Index {
     }
 
     /// Parses a feature with this index's DLEXT (`None`: the index never answers it).
-    pub fn parse(&self, feature: &[u8]) -> Option<Query> {
+    pub fn parse<'f>(&self, feature: &'f [u8]) -> Option<Query<'f>> {
         Query::parse(feature, &self.dlext)
     }
 
@@ -465,16 +476,25 @@ impl Index {
 
     /// [`Index::lookup`] for a parsed feature.
     pub fn lookup_query(&self, q: &Query) -> Resolution {
+        match self.locate(q) {
+            Located::Found(root, kind) => Resolution::Found { root, stem: q.stem.to_vec(), kind },
+            Located::Missing => Resolution::Missing,
+            Located::Unknown => Resolution::Unknown,
+        }
+    }
+
+    /// Where a parsed feature is, without copying anything (the hot path of `require`).
+    pub fn locate(&self, q: &Query) -> Located {
         let (rb, ext) = self.best(&q.stem);
         let blind = self.first_blind(&q.stem);
         let found = |(rank, root): (u32, RootId), kind| {
             if rank < blind {
-                Resolution::Found { root, stem: q.stem.clone(), kind }
+                Located::Found(root, kind)
             } else {
-                Resolution::Unknown
+                Located::Unknown
             }
         };
-        let unseen = if blind == NOT_ON_PATH { Resolution::Missing } else { Resolution::Unknown };
+        let unseen = if blind == NOT_ON_PATH { Located::Missing } else { Located::Unknown };
         match q.want {
             Want::Rb => rb.map_or(unseen, |w| found(w, Kind::Rb)),
             Want::Ext => ext.map_or(unseen, |w| found(w, Kind::Ext)),
@@ -482,7 +502,7 @@ impl Index {
                 (Some(w), _) => found(w, Kind::Rb),
                 // A `.rb` hidden in any blind spot would beat the native extension.
                 (None, Some(w)) if blind == NOT_ON_PATH => found(w, Kind::Ext),
-                (None, Some(_)) => Resolution::Unknown,
+                (None, Some(_)) => Located::Unknown,
                 (None, None) => unseen,
             },
         }
@@ -490,16 +510,27 @@ impl Index {
 
     /// The absolute path of a found file, as Ruby would spell it.
     pub fn path_of(&self, root: RootId, stem: &[u8], kind: Kind) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.roots[root as usize].path.len() + stem.len() + self.dlext.len() + 2);
+        self.write_path(root, stem, kind, &mut out);
+        out
+    }
+
+    /// [`Index::path_of`] into a buffer the caller reuses (cleared first).
+    pub fn write_path(&self, root: RootId, stem: &[u8], kind: Kind, out: &mut Vec<u8>) {
         let base = &self.roots[root as usize].path;
-        let ext = suffix(kind, &self.dlext);
-        let mut out = Vec::with_capacity(base.len() + 1 + stem.len() + ext.len());
+        out.clear();
         out.extend_from_slice(base);
         if !base.ends_with(b"/") {
             out.push(b'/');
         }
         out.extend_from_slice(stem);
-        out.extend_from_slice(&ext);
-        out
+        match kind {
+            Kind::Rb => out.extend_from_slice(b".rb"),
+            Kind::Ext => {
+                out.push(b'.');
+                out.extend_from_slice(&self.dlext);
+            }
+        }
     }
 
     /// How many roots are known (scanned here or served from the snapshot).
