@@ -8,7 +8,8 @@
 # Each size is a tree of 250 gem-like lib dirs (tmp/bench/cache-trees/N, made once). loadscan:
 # a cold boot writes the cache; ext/loadscan-core/examples/cache.rs then times
 # `store::load` + `Index::from_snapshot` + ranking + the first lookup, in one process, REPS
-# times (median). Bootsnap: a boot with Bootsnap writes its store; a fresh Ruby process per rep
+# times: the median, and the first repetition alone (a fresh process: its buffer's pages are
+# faulted in for the first time, as on a real boot). Bootsnap: a boot with Bootsnap writes its store; a fresh Ruby process per rep
 # times `Store.new(path)` + the first `get` (MessagePack load of the whole store), and
 # separately the whole warm `Bootsnap.setup` + first `find`, as does the loadscan row
 # (`Loadscan.setup` + first `lookup`, revalidation included).
@@ -81,6 +82,7 @@ opts[:sizes].each do |n|
   lines = out.lines.map { |l| l.split.map(&:to_f) }
   summary = lines.pop
   load_us = Stats.median(lines.map { |l| (l[0] + l[1]) / 1000.0 })
+  fresh_us = (lines.first[0] + lines.first[1]) / 1000.0 # the first rep: a fresh process's page faults
 
   boot_snap = "require 'bootsnap'; Bootsnap.setup(cache_dir: #{snap.inspect}, development_mode: false, load_path_cache: true, " \
               "compile_cache_iseq: false, compile_cache_yaml: false, compile_cache_json: false)"
@@ -105,15 +107,16 @@ opts[:sizes].each do |n|
   ls_setup_ms = setup.call("load #{File.join(lib, "loadscan/setup.rb").inspect}; Loadscan.lookup(#{features.first.inspect})")
   bs_setup_ms = setup.call("#{boot_snap}; Bootsnap::LoadPathCache.load_path_cache.find(#{features.first.inspect})")
   rows << { features: summary[2].to_i, loadscan_bytes: summary[3].to_i, bootsnap_bytes: File.size(store),
-            loadscan_load_first_lookup_us: load_us.round(1), bootsnap_store_load_first_get_us: bs_load_us.round(1),
+            loadscan_load_first_lookup_us: load_us.round(1), loadscan_load_first_lookup_fresh_us: fresh_us.round(1), bootsnap_store_load_first_get_us: bs_load_us.round(1),
             loadscan_lookup_hit_ns: summary[0].round, loadscan_lookup_miss_ns: summary[1].round,
             loadscan_rss_kb: summary[4].to_i, loadscan_setup_ms: ls_setup_ms.round(2), bootsnap_setup_ms: bs_setup_ms.round(2) }
 end
 
-header = %w[features bytes(ls) bytes(bs) load+1st_us(ls) store_load+get_us(bs) hit_ns miss_ns rss_kb setup_ms(ls) setup_ms(bs)]
+header = %w[features bytes(ls) bytes(bs) load+1st_us(ls) fresh_process_us(ls) store_load+get_us(bs) hit_ns miss_ns rss_kb setup_ms(ls) setup_ms(bs)]
 puts header.join("  ")
 rows.each do |r|
-  puts [r[:features], r[:loadscan_bytes], r[:bootsnap_bytes], r[:loadscan_load_first_lookup_us], r[:bootsnap_store_load_first_get_us],
+  puts [r[:features], r[:loadscan_bytes], r[:bootsnap_bytes], r[:loadscan_load_first_lookup_us],
+        r[:loadscan_load_first_lookup_fresh_us], r[:bootsnap_store_load_first_get_us],
         r[:loadscan_lookup_hit_ns], r[:loadscan_lookup_miss_ns], r[:loadscan_rss_kb], r[:loadscan_setup_ms], r[:bootsnap_setup_ms]].join("  ")
 end
 Runner.write_json("cache", { reps: opts[:reps], rows: rows })

@@ -8,7 +8,7 @@
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -80,8 +80,7 @@ pub fn load(path: &Path, env: &[u8], trust: TrustPolicy) -> Result<Snapshot, Loa
     if md.mode() & 0o022 != 0 {
         return Err(LoadError::Untrusted(format!("writable by group or others (mode {:o})", md.mode() & 0o777)));
     }
-    let mut bytes = Vec::with_capacity(md.len() as usize);
-    file.read_to_end(&mut bytes).map_err(LoadError::Io)?;
+    let bytes = super::buffer::read_all(&mut file, md.len() as usize).map_err(LoadError::Io)?;
     Snapshot::parse(bytes, env)
 }
 

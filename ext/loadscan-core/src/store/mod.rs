@@ -25,11 +25,13 @@
 //! native extension): one id inline, or an index into `ids` for several. `slots` is an
 //! open-addressing table over the feature records keyed by [`crate::hash::stable_hash`].
 
+mod buffer;
 mod file;
 mod format;
 mod snapshot;
 mod validate;
 
+pub use buffer::Bytes;
 pub use file::{load, write_atomic, LoadError, TrustPolicy};
 pub use format::{encode, RootRecord, FORMAT_VERSION};
 pub use snapshot::{RootView, Snapshot};

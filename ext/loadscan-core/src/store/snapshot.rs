@@ -6,6 +6,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+use super::buffer::Bytes;
 use super::file::LoadError;
 use super::format::*;
 use crate::hash::stable_hash;
@@ -13,7 +14,7 @@ use crate::scan::{DirRecord, DirStamp, FileEntry, Kind, Listing, RootState};
 
 /// A loaded, checked cache file.
 pub struct Snapshot {
-    bytes: Vec<u8>,
+    bytes: Bytes,
     n_roots: usize,
     n_feats: usize,
     n_slots: usize,
@@ -65,7 +66,8 @@ fn read_u64(b: &[u8], at: usize) -> Option<u64> {
 impl Snapshot {
     /// Checks the header (magic, version, length, CRC32 of the body, environment key) and the
     /// section sizes. `env` must equal the key the file was written with.
-    pub fn parse(bytes: Vec<u8>, env: &[u8]) -> Result<Snapshot, LoadError> {
+    pub fn parse(bytes: impl Into<Bytes>, env: &[u8]) -> Result<Snapshot, LoadError> {
+        let bytes: Bytes = bytes.into();
         let corrupt = |why: &'static str| LoadError::Corrupt(why);
         if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
             return Err(corrupt("not a loadscan cache (bad magic or too short)"));
