@@ -103,6 +103,25 @@ class CacheTest < Minitest::Test
     end
   end
 
+  def test_forked_children_resolve_but_never_write_the_cache
+    with_app do |dir, lp, cache|
+      run = run_ruby(<<~RUBY, loadscan: true, env: { "LOADSCAN_CACHE_DIR" => cache })
+        $LOAD_PATH.unshift(*#{lp.inspect})
+        require "a"
+        pid = fork do
+          $LOAD_PATH.unshift(#{"#{dir}/e1/sub".inspect}) # a new entry: the child's index is dirty
+          exit!(2) unless require("c") && Loadscan.lookup("c") == #{"#{dir}/e1/sub/c.rb".inspect}
+          exit(0) # runs at_exit handlers: loadscan's must not write from a child
+        end
+        Process.wait(pid)
+        report("child" => $?.exitstatus, "cache_after_child" => File.exist?(#{File.join(cache, "index").inspect}))
+      RUBY
+      assert run.status.success?, run.stderr
+      assert_equal({ "child" => 0, "cache_after_child" => false }, run.report)
+      assert File.exist?(File.join(cache, "index")), "the parent writes the cache at its exit"
+    end
+  end
+
   def test_readonly_never_writes
     with_app do |_dir, lp, cache|
       boot(lp, cache, env: { "LOADSCAN_READONLY" => "1" })
