@@ -3,7 +3,14 @@
 //! link), as `require`'s own `open` would follow it.
 //!
 //! On Linux this is `rustix::fs::RawDir`: `getdents64` into one stack buffer, no allocation per
-//! entry. Elsewhere `std::fs::read_dir`, whose `DirEntry::file_type` also comes from `d_type`.
+//! entry. Elsewhere `std::fs::read_dir`, whose `DirEntry::file_type` also comes from `d_type`
+//! but allocates a `DirEntry` (with its name) per entry.
+//!
+//! Measured (`examples/scan.rs`, median of 5, warm page cache, 2 cores; the `portable-readdir`
+//! feature builds the std path on Linux): one thread, 50k files in 800 gem dirs: RawDir 238–245
+//! ms, std 313–331 ms; Rails over 360 Debian package dirs (11k files): 13.3 ms vs 16.3–18.3 ms.
+//! With two threads the gap narrows (190–218 vs 212–246 ms) as the kernel's directory reads
+//! dominate. jwalk was not considered: it is unmaintained.
 
 use std::io;
 use std::path::Path;
@@ -45,7 +52,7 @@ pub(crate) enum Found {
     Unknown(io::Error),
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(feature = "portable-readdir")))]
 mod imp {
     use super::*;
     use rustix::fs::{fstat, openat, statat, AtFlags, FileType, Mode, OFlags, RawDir, CWD};
@@ -92,7 +99,7 @@ mod imp {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), feature = "portable-readdir"))]
 mod imp {
     use super::*;
     use std::os::unix::ffi::OsStrExt;
