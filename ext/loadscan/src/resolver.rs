@@ -7,7 +7,7 @@
 
 use std::ffi::CString;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -45,9 +45,6 @@ struct State {
     refreshed_roots: usize,
     fresh_roots: usize,
     scans: usize,
-    /// Requires answered with a path from the index, and requires left to Ruby.
-    hits: usize,
-    deferred: usize,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -55,6 +52,9 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 /// so it is an atomic rather than a trip through the lock).
 static UNREPORTED: AtomicBool = AtomicBool::new(false);
 const MAX_PROBLEMS: usize = 1000;
+/// Requires answered by the index (a path, or `false`), and requires left to Ruby.
+static HITS: AtomicUsize = AtomicUsize::new(0);
+static DEFERRED: AtomicUsize = AtomicUsize::new(0);
 
 /// What a lookup gives back to Ruby.
 pub enum Answer {
@@ -109,9 +109,9 @@ pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<C
         refreshed_roots: 0,
         fresh_roots: 0,
         scans: 0,
-        hits: 0,
-        deferred: 0,
     };
+    HITS.store(0, Ordering::Relaxed);
+    DEFERRED.store(0, Ordering::Relaxed);
     *STATE.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
     warning
 }
@@ -275,14 +275,8 @@ fn with_cstr<R>(bytes: &[u8], f: impl FnOnce(*const std::os::raw::c_char) -> R) 
 /// waits or warns about the circular require.
 pub fn resolve(feature: &[u8]) -> Resolved {
     let answer = resolve_uncounted(feature);
-    if let Ok(mut g) = STATE.try_lock() {
-        if let Some(s) = g.as_mut() {
-            match answer {
-                Resolved::Path(_) | Resolved::Loaded => s.hits += 1,
-                Resolved::Defer => s.deferred += 1,
-            }
-        }
-    }
+    let counter = if answer == Resolved::Defer { &DEFERRED } else { &HITS };
+    counter.fetch_add(1, Ordering::Relaxed);
     answer
 }
 
@@ -360,8 +354,8 @@ pub fn stats() -> Option<Stats> {
         features: s.index.len(),
         scans: s.scans,
         load_path_entries: s.load_path.entries().len(),
-        hits: s.hits,
-        deferred: s.deferred,
+        hits: HITS.load(Ordering::Relaxed),
+        deferred: DEFERRED.load(Ordering::Relaxed),
         timings: s.timings,
     })
 }
