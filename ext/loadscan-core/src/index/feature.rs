@@ -4,8 +4,6 @@
 
 use std::borrow::Cow;
 
-use crate::scan::Kind;
-
 /// Which files a feature name can match, following `load.c`'s `search_required`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Want {
@@ -83,14 +81,6 @@ fn canonical(base: &[u8]) -> Option<Cow<'_, [u8]>> {
     }
     stem.extend_from_slice(last);
     Some(Cow::Owned(stem))
-}
-
-/// The file name suffix for a kind, with its dot.
-pub fn suffix(kind: Kind, dlext: &[u8]) -> Vec<u8> {
-    match kind {
-        Kind::Rb => b".rb".to_vec(),
-        Kind::Ext => [b".", dlext].concat(),
-    }
 }
 
 #[cfg(test)]

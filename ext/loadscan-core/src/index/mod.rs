@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
 
-pub use feature::{suffix, Query, Want};
+pub use feature::{Query, Want};
 use ids::IdList;
 
 use crate::scan::{refresh, scan_roots, Kind, Listing, ScanOptions, ScanProblem};
