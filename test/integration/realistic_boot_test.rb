@@ -19,7 +19,10 @@ class RealisticBootTest < Minitest::Test
     stock, fast, = assert_boots_like_stock(File.join(out, "boot.rb"))
     assert_operator stock["load_path"].size, :>=, 150
     assert_operator fast["stats"][:hits], :>, 800, "most of the ~1200 requires should be answered by the index: #{fast["stats"]}"
-    assert_operator fast["stats"][:roots_from_cache], :>, 300, "the warm boot is served from the cache: #{fast["stats"]}"
+    # Served from the cache: no entry scanned whole (directories written within a second of the
+    # cold boot's scan may be listed again — the racy window — which is not a whole scan).
+    assert_equal 0, fast["stats"][:roots_scanned], "the warm boot is served from the cache: #{fast["stats"]}"
+    assert_operator fast["stats"][:roots_from_cache] + fast["stats"][:roots_refreshed], :>, 300
     assert_operator stock["loaded_features"].count { |f| f.start_with?(out) }, :>, 500
     assert_equal stock["load_path"], fast["load_path"], "loadscan must not rewrite $LOAD_PATH"
   end
