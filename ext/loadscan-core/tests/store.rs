@@ -250,3 +250,32 @@ fn hostile_bytes_never_panic() {
     }
     let _ = scan_roots(&order, &ScanOptions::default());
 }
+
+/// A cache big enough to be read into the prefaulted mapping (Linux), loaded from disk.
+#[test]
+fn large_caches_load_from_disk() {
+    use loadscan_core::scan::{FileEntry, Kind, Listing, RootState};
+    use loadscan_core::store::RootRecord;
+    let t = TempTree::new("large");
+    let records: Vec<RootRecord> = (0..40)
+        .map(|r| {
+            let mut l = Listing::empty(t.path(&format!("g{r}")), RootState::Dir);
+            l.files =
+                (0..1000).map(|i| FileEntry { stem: format!("g{r}/sub/f{i}").into_bytes(), kind: Kind::Rb }).collect();
+            RootRecord { listing: l, volatile: false, scanned_at_ns: 0, last_used_s: 0 }
+        })
+        .collect();
+    let bytes = encode(&records, ENV);
+    assert!(bytes.len() > 512 << 10, "{} bytes", bytes.len());
+    let path = write_atomic(&t.path("cache"), "index", &bytes, None).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata(&path).unwrap().uid();
+    let mut index = Index::from_snapshot(b"so", load(&path, ENV, TrustPolicy { uid }).expect("loads"));
+    let order: Vec<PathBuf> = (0..40).map(|r| t.path(&format!("g{r}"))).collect();
+    index.set_order(&order);
+    assert_eq!(answer(&index, "g39/sub/f999"), format!("{}/g39/sub/f999.rb", t.path("g39").display()));
+    assert_eq!(answer(&index, "g39/sub/f1000"), "missing");
+    // Truncated on disk: rejected, never read past the end.
+    std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+    assert!(matches!(load(&path, ENV, TrustPolicy { uid }), Err(LoadError::Corrupt(_))));
+}
