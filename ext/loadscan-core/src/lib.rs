@@ -3,15 +3,14 @@
 //! scan could not see everything. No Ruby is needed: `cargo test` covers it all.
 //!
 //! ```no_run
-//! use loadscan_core::{scan::{scan_roots, ScanOptions}, index::{Index, Resolution}};
+//! use loadscan_core::index::{Index, Resolution, SyncPolicy};
+//! use loadscan_core::{scan::ScanOptions, store::Validation};
 //! use std::path::PathBuf;
 //!
 //! let order = vec![PathBuf::from("/app/lib"), PathBuf::from("/usr/lib/ruby/3.1.0")];
+//! let policy = SyncPolicy { scan: ScanOptions::default(), validation: Validation::Mtime, stable: vec![] };
 //! let mut index = Index::new(b"so");
-//! for listing in scan_roots(&index.unknown_roots(&order), &ScanOptions::default()) {
-//!     index.add(listing);
-//! }
-//! index.set_order(&order);
+//! index.sync(&order, &policy); // scans what it has not seen, then ranks
 //! if let Resolution::Found { root, stem, kind } = index.lookup(b"json") {
 //!     println!("{}", String::from_utf8_lossy(&index.path_of(root, &stem, kind)));
 //! }

@@ -146,6 +146,7 @@ fn problem_array(ruby: &Ruby, problems: Vec<(ProblemKind, String)>) -> RArray {
             ProblemKind::Skipped => "skipped",
             ProblemKind::TooLarge => "too_large",
             ProblemKind::Vanished => "vanished",
+            ProblemKind::Failed => "failed",
         };
         let _ =
             out.push(ruby.ary_new_from_values(&[ruby.to_symbol(kind).as_value(), ruby.str_new(&message).as_value()]));

@@ -58,7 +58,7 @@ static DEFERRED: AtomicUsize = AtomicUsize::new(0);
 
 /// What a lookup gives back to Ruby.
 pub enum Answer {
-    /// The file `require` would find: its absolute path and kind.
+    /// The absolute path of the file `require` would find.
     Path(Vec<u8>),
     /// No entry has the feature.
     Missing,

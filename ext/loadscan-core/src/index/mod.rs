@@ -180,14 +180,6 @@ impl Index {
         self.dirty
     }
 
-    /// The roots of `order` that have not been added yet (to scan them before `add`).
-    pub fn unknown_roots(&self, order: &[PathBuf]) -> Vec<PathBuf> {
-        let mut out: Vec<PathBuf> = order.iter().filter(|p| !self.ids.contains_key(bytes(p))).cloned().collect();
-        out.sort();
-        out.dedup();
-        out
-    }
-
     /// Adds a scanned root (replacing an earlier listing of the same path).
     pub fn add(&mut self, listing: Listing) -> RootId {
         self.add_scanned(listing, false, now_ns())
@@ -348,17 +340,18 @@ impl Index {
         if threads == 1 || roots.len() < 2 {
             return roots.iter().map(check).collect();
         }
-        // Interleaved chunks balance big and small roots; results keep the input order.
+        // Contiguous chunks keep the input order; a chunk whose thread panicked is rescanned.
+        let chunk = roots.len().div_ceil(threads);
         std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let check = &check;
-                    s.spawn(move || roots.iter().skip(t).step_by(threads).map(check).collect::<Vec<_>>())
-                })
+            let check = &check;
+            let handles: Vec<_> = roots
+                .chunks(chunk)
+                .map(|part| (part.len(), s.spawn(move || part.iter().map(check).collect())))
                 .collect();
-            let parts: Vec<Vec<Freshness>> = handles.into_iter().map(|h| h.join().unwrap_or_default()).collect();
-            let mut iters: Vec<_> = parts.into_iter().map(|p| p.into_iter()).collect();
-            (0..roots.len()).map(|i| iters[i % threads].next().unwrap_or(Freshness::Rescan)).collect()
+            handles
+                .into_iter()
+                .flat_map(|(n, h)| h.join().unwrap_or_else(|_| (0..n).map(|_| Freshness::Rescan).collect::<Vec<_>>()))
+                .collect()
         })
     }
 

@@ -75,6 +75,8 @@ pub enum ProblemKind {
     TooLarge,
     /// The directory vanished or changed type while it was being scanned.
     Vanished,
+    /// The scan itself failed (a bug): the whole root is left to Ruby's require.
+    Failed,
 }
 
 /// Something the scanner noticed and worked around. Carries the path and the I/O error.
@@ -97,6 +99,7 @@ impl fmt::Display for ScanProblem {
             ProblemKind::Skipped => "skipped, left to Ruby's require",
             ProblemKind::TooLarge => "too deep or too large, left to Ruby's require",
             ProblemKind::Vanished => "changed during the scan, left to Ruby's require",
+            ProblemKind::Failed => "scan failed, left to Ruby's require",
         };
         write!(f, "{}: {}", self.path.display(), what)?;
         if let Some(e) = &self.error {

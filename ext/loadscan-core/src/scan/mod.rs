@@ -11,7 +11,7 @@ pub use options::ScanOptions;
 pub use oracle::scan_serial;
 pub use walk::{refresh, scan_roots};
 
-/// Stamp and entry digest of one directory, listed without descending (for revalidation).
+/// The entry digest of one directory, listed without descending (for revalidation).
 pub fn dir_digest(path: &std::path::Path) -> std::io::Result<u64> {
     let mut digest = 0u64;
     readdir::list(path, |name, found| digest = digest.wrapping_add(readdir::entry_digest(name, &found)))?;

@@ -193,8 +193,22 @@ pub fn scan_roots(roots: &[PathBuf], opts: &ScanOptions) -> Vec<Listing> {
     let walk = Walk { roots, opts, dirs_seen: roots.iter().map(|_| AtomicUsize::new(0)).collect(), keep: None };
     let initial: Vec<Job> =
         (0..roots.len()).rev().map(|root| Job { root, rel: Vec::new(), depth: 0, ancestors: Vec::new() }).collect();
-    let outputs = run_jobs(&walk, initial, roots.len());
-    assemble(roots, opts, outputs)
+    match run_jobs(&walk, initial, roots.len()) {
+        Some(outputs) => assemble(roots, opts, outputs),
+        None => roots.iter().map(|r| failed(r)).collect(),
+    }
+}
+
+/// A root whose scan failed (a worker panicked): wholly blind, so Ruby answers for it.
+fn failed(root: &Path) -> Listing {
+    let mut l = Listing::empty(root.to_path_buf(), RootState::Dir);
+    l.blind.push(Vec::new());
+    l.problems.push(ScanProblem { kind: ProblemKind::Failed, path: root.to_path_buf(), error: None });
+    l
+}
+
+fn rescan_whole(old: &Listing, opts: &ScanOptions) -> Listing {
+    scan_roots(std::slice::from_ref(&old.root), opts).pop().unwrap_or_else(|| failed(&old.root))
 }
 
 /// Lists the directories of `old` that changed (`changed`, relative paths) again and returns
@@ -217,23 +231,20 @@ pub fn refresh(old: &Listing, changed: &[Vec<u8>], opts: &ScanOptions) -> Listin
             Some(ancestors) if old.state == RootState::Dir => {
                 jobs.push(Job { root: 0, rel: rel.clone(), depth: ancestors.len(), ancestors })
             }
-            _ => {
-                return scan_roots(roots, opts)
-                    .pop()
-                    .unwrap_or_else(|| Listing::empty(old.root.clone(), RootState::Missing))
-            }
+            _ => return rescan_whole(old, opts),
         }
     }
     let keep: HashSet<Vec<u8>> = old.dirs.iter().map(|d| d.rel.clone()).collect();
     let walk = Walk {
         roots,
         opts,
-        dirs_seen: vec![AtomicUsize::new(old.dirs.len().min(opts.max_dirs / 2))],
+        // The directories kept from `old` count toward the cap, as in a full scan.
+        dirs_seen: vec![AtomicUsize::new(old.dirs.len())],
         keep: Some(&keep),
     };
-    let outputs = run_jobs(&walk, jobs, 1);
+    let Some(outputs) = run_jobs(&walk, jobs, 1) else { return failed(&old.root) };
     if outputs.iter().any(|o| o.rel.is_empty() && matches!(o.state, Some(RootState::Missing | RootState::NotDir))) {
-        return scan_roots(roots, opts).pop().unwrap_or_else(|| Listing::empty(old.root.clone(), RootState::Missing));
+        return rescan_whole(old, opts);
     }
     merge(old, outputs, opts)
 }
@@ -297,18 +308,23 @@ fn merge(old: &Listing, outputs: Vec<Output>, opts: &ScanOptions) -> Listing {
     listing
 }
 
-fn run_jobs(walk: &Walk, initial: Vec<Job>, roots: usize) -> Vec<Output> {
+/// Runs the jobs (and the jobs they find) to completion; `None` if listing panicked anywhere,
+/// since the outputs would then be incomplete without saying where.
+fn run_jobs(walk: &Walk, initial: Vec<Job>, roots: usize) -> Option<Vec<Output>> {
     let opts = walk.opts;
     let threads = opts.threads.max(1).min(roots.max(1) * 64);
     if threads == 1 {
-        let mut stack = initial;
-        let mut outs = Vec::new();
-        while let Some(job) = stack.pop() {
-            let (out, more) = walk.run(job);
-            outs.push(out);
-            stack.extend(more);
-        }
-        return outs;
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut stack = initial;
+            let mut outs = Vec::new();
+            while let Some(job) = stack.pop() {
+                let (out, more) = walk.run(job);
+                outs.push(out);
+                stack.extend(more);
+            }
+            outs
+        }))
+        .ok();
     }
     let queue = Mutex::new(Queue { jobs: initial, busy: 0 });
     let ready = Condvar::new();
@@ -349,7 +365,8 @@ fn run_jobs(walk: &Walk, initial: Vec<Job>, roots: usize) -> Vec<Output> {
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        let parts: Result<Vec<Vec<Output>>, _> = handles.into_iter().map(|h| h.join()).collect();
+        parts.ok().map(|p| p.into_iter().flatten().collect())
     })
 }
 
