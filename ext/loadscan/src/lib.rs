@@ -129,7 +129,7 @@ fn sync(ruby: &Ruby) -> Option<usize> {
     roots
 }
 
-/// `[[kind, message], …]`; kind is `:loop`, `:dangling`, `:unreadable`, `:too_large` or
+/// `[[kind, message], …]`; kind is `:loop`, `:dangling`, `:unreadable`, `:too_large`, `:failed` or
 /// `:vanished`. Only dangling links are harmless (Ruby cannot open them either); the others
 /// are blind spots where lookups go to Ruby's require.
 fn problems(ruby: &Ruby) -> RArray {
