@@ -51,10 +51,10 @@ fn main() {
         println!("{} {}", loaded.as_nanos(), first.as_nanos());
         kept = Some(index);
     }
-    let index = kept.expect("reps > 0");
+    let mut index = kept.expect("reps > 0");
     let rss = rss_kb().saturating_sub(rss_before);
     let misses: Vec<String> = features.iter().map(|f| format!("{f}_nope")).collect();
-    let time = |fs: &[String]| {
+    let mut time = |fs: &[String]| {
         let rounds = 20;
         let t = Instant::now();
         let mut found = 0usize;

@@ -14,7 +14,7 @@ fn policy(validation: Validation, stable: Vec<PathBuf>) -> SyncPolicy {
     SyncPolicy { scan: ScanOptions { threads: 2, ..ScanOptions::default() }, validation, stable }
 }
 
-fn answer(index: &Index, feature: &str) -> String {
+fn answer(index: &mut Index, feature: &str) -> String {
     match index.lookup(feature.as_bytes()) {
         Resolution::Found { root, stem, kind } => String::from_utf8(index.path_of(root, &stem, kind)).unwrap(),
         Resolution::Missing => "missing".into(),
@@ -58,11 +58,11 @@ fn a_warm_index_answers_like_the_cold_one_without_scanning() {
         .file("gems/g/lib/.hidden/x.rb");
     let order = vec![t.path("app"), t.path("gems/g/lib")];
     let p = policy(Validation::Mtime, vec![t.path("gems")]);
-    let (cold_index, bytes) = cold(&order, &p, false);
-    let (warm_index, report) = warm(&bytes, &order, &p);
+    let (mut cold_index, bytes) = cold(&order, &p, false);
+    let (mut warm_index, report) = warm(&bytes, &order, &p);
     assert_eq!((report.scanned, report.refreshed, report.fresh), (0, 0, 2));
     for f in ["a", "sub/b", "c", "c.so", "a.rb", "nope", ".hidden/x", "sub//b"] {
-        assert_eq!(answer(&warm_index, f), answer(&cold_index, f), "{f}");
+        assert_eq!(answer(&mut warm_index, f), answer(&mut cold_index, f), "{f}");
     }
     assert!(!warm_index.is_dirty());
     // Files are stored once, in the feature table: a rewrite rebuilds the same listings.
@@ -82,21 +82,21 @@ fn every_change_between_boots_is_caught() {
     std::fs::rename(t.path("e2/moved"), t.path("e2/old")).unwrap();
     t.file("e2/moved/y.rb").file("e2/moved/w.rb");
     std::fs::remove_file(t.path("e2/z.rb")).unwrap();
-    let (index, report) = warm(&bytes, &order, &p);
+    let (mut index, report) = warm(&bytes, &order, &p);
     assert_eq!(report.scanned, 0, "only directories are listed again");
     assert_eq!(report.refreshed, 2);
     let (e1, e2) = (t.path("e1"), t.path("e2"));
-    assert_eq!(answer(&index, "newdir/n"), format!("{}/newdir/n.rb", e1.display()));
-    assert_eq!(answer(&index, "shadow"), format!("{}/shadow.rb", e1.display()));
-    assert_eq!(answer(&index, "moved/w"), format!("{}/moved/w.rb", e2.display()));
-    assert_eq!(answer(&index, "old/y"), format!("{}/old/y.rb", e2.display()));
-    assert_eq!(answer(&index, "z"), "missing");
-    assert_eq!(answer(&index, "deep/x"), format!("{}/deep/x.rb", e1.display()));
+    assert_eq!(answer(&mut index, "newdir/n"), format!("{}/newdir/n.rb", e1.display()));
+    assert_eq!(answer(&mut index, "shadow"), format!("{}/shadow.rb", e1.display()));
+    assert_eq!(answer(&mut index, "moved/w"), format!("{}/moved/w.rb", e2.display()));
+    assert_eq!(answer(&mut index, "old/y"), format!("{}/old/y.rb", e2.display()));
+    assert_eq!(answer(&mut index, "z"), "missing");
+    assert_eq!(answer(&mut index, "deep/x"), format!("{}/deep/x.rb", e1.display()));
     // And the refreshed index equals a fresh one on every feature of the tree.
     let mut fresh = Index::new(b"so");
     fresh.sync(&order, &p);
     for f in ["keep", "deep/x", "shadow", "moved/y", "moved/w", "old/y", "z", "newdir/n"] {
-        assert_eq!(answer(&index, f), answer(&fresh, f), "{f}");
+        assert_eq!(answer(&mut index, f), answer(&mut fresh, f), "{f}");
     }
 }
 
@@ -114,9 +114,9 @@ fn a_file_added_within_the_racy_window_is_caught() {
     let atime = std::time::SystemTime::now();
     let f = std::fs::File::open(t.path("e1")).unwrap();
     f.set_times(std::fs::FileTimes::new().set_accessed(atime).set_modified(md.modified().unwrap())).unwrap();
-    let (index, report) = warm(&bytes, &order, &p);
+    let (mut index, report) = warm(&bytes, &order, &p);
     assert!(report.refreshed >= 1, "{report:?}");
-    assert_eq!(answer(&index, "f"), format!("{}/f.rb", t.path("e1").display()));
+    assert_eq!(answer(&mut index, "f"), format!("{}/f.rb", t.path("e1").display()));
     const _: () = assert!(RACY_NS >= 1_000_000_000, "the racy window must cover 1 s file systems");
 }
 
@@ -128,13 +128,13 @@ fn stable_roots_cost_one_stat_and_volatile_ones_are_checked_per_directory() {
     let p = policy(Validation::Mtime, vec![t.path("gems")]);
     let (_, bytes) = cold(&order, &p, false);
     t.file("gems/g/lib/deep/c.rb"); // a deep change in an installed gem is not looked for
-    let (index, report) = warm(&bytes, &order, &p);
+    let (mut index, report) = warm(&bytes, &order, &p);
     assert_eq!(report.fresh, 1);
-    assert_eq!(answer(&index, "deep/c"), "missing");
+    assert_eq!(answer(&mut index, "deep/c"), "missing");
     // Cached as stable, only its top directory was recorded: turned volatile, it is rescanned.
-    let (index, report) = warm(&bytes, &order, &policy(Validation::Mtime, vec![]));
+    let (mut index, report) = warm(&bytes, &order, &policy(Validation::Mtime, vec![]));
     assert_eq!(report.scanned, 1);
-    assert_eq!(answer(&index, "deep/c"), format!("{}/deep/c.rb", t.path("gems/g/lib").display()));
+    assert_eq!(answer(&mut index, "deep/c"), format!("{}/deep/c.rb", t.path("gems/g/lib").display()));
 }
 
 fn touch_all(dir: &Path, when: std::time::SystemTime) {
@@ -160,9 +160,9 @@ fn listing_mode_survives_a_fresh_checkout_and_still_sees_new_files() {
     let (_, report) = warm(&bytes, &order, &policy(Validation::Mtime, vec![]));
     assert_eq!(report.refreshed, 1, "mtime mode sees the touched dirs");
     t.file("app/models/post.rb");
-    let (index, report) = warm(&bytes, &order, &listing);
+    let (mut index, report) = warm(&bytes, &order, &listing);
     assert_eq!(report.refreshed, 1);
-    assert_eq!(answer(&index, "models/post"), format!("{}/models/post.rb", t.path("app").display()));
+    assert_eq!(answer(&mut index, "models/post"), format!("{}/models/post.rb", t.path("app").display()));
 }
 
 #[test]
@@ -273,8 +273,8 @@ fn large_caches_load_from_disk() {
     let mut index = Index::from_snapshot(b"so", load(&path, ENV, TrustPolicy { uid }).expect("loads"));
     let order: Vec<PathBuf> = (0..40).map(|r| t.path(&format!("g{r}"))).collect();
     index.set_order(&order);
-    assert_eq!(answer(&index, "g39/sub/f999"), format!("{}/g39/sub/f999.rb", t.path("g39").display()));
-    assert_eq!(answer(&index, "g39/sub/f1000"), "missing");
+    assert_eq!(answer(&mut index, "g39/sub/f999"), format!("{}/g39/sub/f999.rb", t.path("g39").display()));
+    assert_eq!(answer(&mut index, "g39/sub/f1000"), "missing");
     // Truncated on disk: rejected, never read past the end.
     std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
     assert!(matches!(load(&path, ENV, TrustPolicy { uid }), Err(LoadError::Corrupt(_))));

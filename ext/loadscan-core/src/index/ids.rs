@@ -37,6 +37,14 @@ impl IdList {
         }
     }
 
+    pub(crate) fn contains(&self, id: u32) -> bool {
+        match self {
+            IdList::Empty => false,
+            IdList::One(a) => *a == id,
+            IdList::Many(v) => v.contains(&id),
+        }
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         matches!(self, IdList::Empty)
     }

@@ -9,7 +9,19 @@
 //! features: "rails/all" => Postings { rb: [7], ext: [] }       root ids having rails/all.rb
 //!           "json/ext"  => Postings { rb: [], ext: [2, 31] }
 //! rank:     [root id] => position of that root in $LOAD_PATH (or NOT_ON_PATH)
+//! spots:    "rails"     => Spots { blind: [], deferred: [7, 12] } directory prefixes whose
+//!                          contents some roots do not list (yet)
 //! ```
+//!
+//! # Lazy listing
+//! With [`ScanOptions::eager_depth`] `0` a sync lists only each root's own entries; every
+//! subdirectory is *deferred*. A lookup of `a/b/c` is answered only once no deferred `a` or
+//! `a/b` remains in a root that could change the answer (one ranked before the winner, or any
+//! ranked root when the answer is "missing" or a native extension that a `.rb` would beat);
+//! [`Index::locate`] lists those directories on demand, one `getdents` each. A boot then lists
+//! the directories its requires go through (a fifth of the tree of a 400-gem app) instead of
+//! all of them, and the cache written at exit holds exactly those, to be extended the same way
+//! by a later boot that needs more.
 
 mod feature;
 mod ids;
@@ -21,7 +33,7 @@ use rustc_hash::FxHashMap;
 pub use feature::{Query, Want};
 use ids::IdList;
 
-use crate::scan::{refresh, scan_roots, Kind, Listing, ScanOptions, ScanProblem};
+use crate::scan::{list_deferred, refresh, scan_roots, Kind, Listing, RootState, ScanOptions, ScanProblem};
 use crate::store::{check_root, Freshness, RootRecord, Snapshot, Validation};
 
 const NOT_ON_PATH: u32 = u32::MAX;
@@ -68,10 +80,24 @@ struct Postings {
     ext: IdList,
 }
 
+/// Roots whose contents at a directory prefix are not (yet) known.
+#[derive(Default)]
+struct Spots {
+    /// Blind spots: Ruby answers below them.
+    blind: IdList,
+    /// Deferred directories of roots scanned in this process.
+    deferred: IdList,
+    /// Snapshot roots whose deferred directory here has been listed since (the snapshot still
+    /// says deferred).
+    listed: IdList,
+}
+
 struct Root {
     path: Vec<u8>,
     /// The listing, for roots scanned in this process (`None`: served from the snapshot).
     listing: Option<Listing>,
+    /// For a root served from the snapshot: the deferred directories listed since.
+    extra: Option<Listing>,
     /// The root's index in the snapshot, while the snapshot still speaks for it.
     base: Option<u32>,
     /// Replaced by a newer listing under another id: never ranked again.
@@ -116,8 +142,28 @@ pub struct Index {
     rank: Vec<u32>,
     base: Option<Snapshot>,
     features: FxHashMap<Box<[u8]>, Postings>,
-    blind: FxHashMap<Box<[u8]>, IdList>,
+    spots: FxHashMap<Box<[u8]>, Spots>,
     dirty: bool,
+    /// Options for listing deferred directories (the last sync's).
+    scan: ScanOptions,
+    /// What lazy listings worked around, not yet taken by [`Index::take_problems`].
+    problems: Vec<ScanProblem>,
+    lazy: LazyStats,
+}
+
+/// What lazy listing did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LazyStats {
+    /// Deferred directories listed on demand.
+    pub listed: usize,
+    /// Time spent listing them.
+    pub time: std::time::Duration,
+}
+
+/// One step of a lookup: an answer, or a deferred directory to list first.
+enum Step {
+    Done(Located),
+    List(RootId, usize),
 }
 
 fn bytes(p: &Path) -> &[u8] {
@@ -139,8 +185,11 @@ impl Index {
             rank: Vec::new(),
             base: None,
             features: FxHashMap::default(),
-            blind: FxHashMap::default(),
+            spots: FxHashMap::default(),
             dirty: false,
+            scan: ScanOptions::default(),
+            problems: Vec::new(),
+            lazy: LazyStats::default(),
         }
     }
 
@@ -156,6 +205,7 @@ impl Index {
             let id = index.push_root(Root {
                 path: r.path.to_vec(),
                 listing: None,
+                extra: None,
                 base: Some(i as u32),
                 retired: false,
                 volatile: r.volatile,
@@ -189,9 +239,7 @@ impl Index {
         self.dirty = true;
         let path = bytes(&listing.root).to_vec();
         if let Some(&old) = self.ids.get(&path) {
-            if self.roots[old as usize].listing.is_some() {
-                self.forget(old);
-            }
+            self.forget(old);
             let r = &mut self.roots[old as usize];
             r.retired = true;
             r.base = None;
@@ -203,6 +251,7 @@ impl Index {
         self.push_root(Root {
             path,
             listing: Some(listing),
+            extra: None,
             base: None,
             retired: false,
             volatile,
@@ -222,12 +271,17 @@ impl Index {
             }
         }
         for b in &listing.blind {
-            self.blind.entry(b.as_slice().into()).or_default().insert(id);
+            self.spots.entry(b.as_slice().into()).or_default().blind.insert(id);
+        }
+        for d in &listing.deferred {
+            self.spots.entry(d.as_slice().into()).or_default().deferred.insert(id);
         }
     }
 
+    /// Drops what the overlay holds for a root (its listing, or what was listed lazily).
     fn forget(&mut self, id: RootId) {
-        let Some(listing) = self.roots[id as usize].listing.take() else { return };
+        let root = &mut self.roots[id as usize];
+        let Some(listing) = root.listing.take().or_else(|| root.extra.take()) else { return };
         for f in &listing.files {
             if let Some(p) = self.features.get_mut(f.stem.as_slice()) {
                 p.rb.remove(id);
@@ -237,14 +291,57 @@ impl Index {
                 }
             }
         }
-        for b in &listing.blind {
-            if let Some(l) = self.blind.get_mut(b.as_slice()) {
-                l.remove(id);
-                if l.is_empty() {
-                    self.blind.remove(b.as_slice());
+        let spots = listing.blind.iter().chain(&listing.deferred).chain(listing.dirs.iter().map(|d| &d.rel));
+        for prefix in spots {
+            if let Some(s) = self.spots.get_mut(prefix.as_slice()) {
+                s.blind.remove(id);
+                s.deferred.remove(id);
+                s.listed.remove(id);
+                if s.blind.is_empty() && s.deferred.is_empty() && s.listed.is_empty() {
+                    self.spots.remove(prefix.as_slice());
                 }
             }
         }
+    }
+
+    /// Lists the deferred directory `rel` of root `id` and adds what it holds.
+    fn list_now(&mut self, id: RootId, rel: &[u8]) {
+        let started = std::time::Instant::now();
+        let root_path =
+            PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&self.roots[id as usize].path));
+        let mut part = list_deferred(&root_path, rel, &self.scan);
+        self.problems.append(&mut part.problems);
+        self.dirty = true;
+        let spot = self.spots.entry(rel.into()).or_default();
+        let root = &mut self.roots[id as usize];
+        let target = match root.listing.as_mut() {
+            Some(listing) => {
+                spot.deferred.remove(id);
+                listing.deferred.retain(|d| d != rel);
+                listing
+            }
+            None => {
+                spot.listed.insert(id);
+                root.extra.get_or_insert_with(|| Listing::empty(root_path, RootState::Dir))
+            }
+        };
+        target.files.extend(part.files.iter().cloned());
+        target.dirs.extend(part.dirs.iter().cloned());
+        target.blind.extend(part.blind.iter().cloned());
+        target.deferred.extend(part.deferred.iter().cloned());
+        self.index(id, &part);
+        self.lazy.listed += 1;
+        self.lazy.time += started.elapsed();
+    }
+
+    /// What lazy listing did so far.
+    pub fn lazy_stats(&self) -> LazyStats {
+        self.lazy
+    }
+
+    /// Takes what lazy listings worked around since the last call.
+    pub fn take_problems(&mut self) -> Vec<ScanProblem> {
+        std::mem::take(&mut self.problems)
     }
 
     /// Sets the load-path order (expanded entries; roots not added are treated as empty).
@@ -266,6 +363,7 @@ impl Index {
     /// Brings the index in line with `order`: revalidates cached roots on their first use,
     /// lists changed directories again, scans roots never seen, then ranks them.
     pub fn sync(&mut self, order: &[PathBuf], policy: &SyncPolicy) -> SyncReport {
+        self.scan = policy.scan.clone();
         let mut report = SyncReport::default();
         let mut to_scan: Vec<PathBuf> = Vec::new();
         let mut to_check: Vec<(RootId, u32, bool, &PathBuf)> = Vec::new();
@@ -373,21 +471,25 @@ impl Index {
                 continue;
             }
             let listing = match (&r.listing, r.base, &self.base) {
-                (Some(l), _, _) => Some(Listing {
-                    root: l.root.clone(),
-                    state: l.state,
-                    files: l.files.clone(),
-                    dirs: l.dirs.clone(),
-                    blind: l.blind.clone(),
-                    problems: Vec::new(),
-                }),
+                (Some(l), _, _) => Some(copy(l)),
                 (None, Some(b), Some(s)) => s.root(b as usize).and_then(|v| s.skeleton(&v)).map(|mut l| {
                     l.files = base_files.get_mut(b as usize).map(std::mem::take).unwrap_or_default();
+                    if let Some(extra) = &r.extra {
+                        let listed =
+                            |d: &Vec<u8>| self.spots.get(d.as_slice()).is_some_and(|s| s.listed.contains(id as u32));
+                        l.deferred.retain(|d| !listed(d));
+                        let extra = copy(extra);
+                        l.files.extend(extra.files);
+                        l.dirs.extend(extra.dirs);
+                        l.blind.extend(extra.blind);
+                        l.deferred.extend(extra.deferred);
+                    }
                     l
                 }),
                 _ => None,
             };
             if let Some(mut listing) = listing {
+                listing.normalize();
                 if !r.volatile {
                     // A stable root is only ever checked at its top directory.
                     listing.dirs.retain(|d| d.rel.is_empty());
@@ -398,8 +500,9 @@ impl Index {
         out
     }
 
-    /// Which file `require(feature)` would load, ignoring what is already loaded.
-    pub fn lookup(&self, feature: &[u8]) -> Resolution {
+    /// Which file `require(feature)` would load, ignoring what is already loaded (deferred
+    /// directories it depends on are listed first).
+    pub fn lookup(&mut self, feature: &[u8]) -> Resolution {
         match self.parse(feature) {
             Some(q) => self.lookup_query(&q),
             None => Resolution::Unknown,
@@ -437,38 +540,51 @@ impl Index {
         (rb, ext)
     }
 
-    /// The first rank at which a blind spot could hide a file for this stem.
-    fn first_blind(&self, stem: &[u8]) -> u32 {
-        let base = self.base.as_ref().filter(|s| s.has_blind());
-        if self.blind.is_empty() && base.is_none() {
-            return NOT_ON_PATH;
+    /// For the directory prefixes of `stem` (the root itself included): the first rank at
+    /// which a blind spot could hide a file, and the first-ranked deferred directory
+    /// `(rank, root, prefix length)`.
+    fn first_spots(&self, stem: &[u8]) -> (u32, Option<(u32, RootId, usize)>) {
+        let base = self.base.as_ref().filter(|s| s.has_spots());
+        let (mut blind, mut deferred) = (NOT_ON_PATH, None::<(u32, RootId, usize)>);
+        if self.spots.is_empty() && base.is_none() {
+            return (blind, deferred);
         }
-        let mut first = NOT_ON_PATH;
-        let mut check = |prefix: &[u8]| {
-            if let Some(ids) = self.blind.get(prefix) {
-                for id in ids.iter() {
-                    first = first.min(self.rank[id as usize]);
+        let rank = |id: RootId| self.rank.get(id as usize).copied().unwrap_or(NOT_ON_PATH);
+        let mut check = |len: usize| {
+            let prefix = &stem[..len];
+            let overlay = self.spots.get(prefix);
+            let mut defer = |id: RootId| {
+                let r = rank(id);
+                if r != NOT_ON_PATH && deferred.map_or(true, |(d, _, _)| r < d) {
+                    deferred = Some((r, id, len));
                 }
+            };
+            if let Some(o) = overlay {
+                o.blind.iter().for_each(|id| blind = blind.min(rank(id)));
+                o.deferred.iter().for_each(&mut defer);
             }
-            if let Some(s) = base {
-                if let Some(p) = s.blind(prefix) {
-                    s.for_each_id(p, |id| {
-                        first = first.min(self.rank.get(id as usize).copied().unwrap_or(NOT_ON_PATH))
-                    });
-                }
+            if let Some((pb, pd)) = base.and_then(|s| s.spots(prefix)) {
+                let s = base.expect("spots came from the snapshot");
+                s.for_each_id(pb, |id| blind = blind.min(rank(id)));
+                s.for_each_id(pd, |id| {
+                    let served = self.roots.get(id as usize).is_some_and(|r| r.listing.is_none() && !r.retired);
+                    if served && !overlay.is_some_and(|o| o.listed.contains(id)) {
+                        defer(id)
+                    }
+                });
             }
         };
-        check(b"");
+        check(0);
         for (i, &c) in stem.iter().enumerate() {
             if c == b'/' {
-                check(&stem[..i]);
+                check(i);
             }
         }
-        first
+        (blind, deferred)
     }
 
     /// [`Index::lookup`] for a parsed feature.
-    pub fn lookup_query(&self, q: &Query) -> Resolution {
+    pub fn lookup_query(&mut self, q: &Query) -> Resolution {
         match self.locate(q) {
             Located::Found(root, kind) => Resolution::Found { root, stem: q.stem.to_vec(), kind },
             Located::Missing => Resolution::Missing,
@@ -476,29 +592,44 @@ impl Index {
         }
     }
 
-    /// Where a parsed feature is, without copying anything (the hot path of `require`).
-    pub fn locate(&self, q: &Query) -> Located {
-        let (rb, ext) = self.best(&q.stem);
-        let blind = self.first_blind(&q.stem);
-        let found = |(rank, root): (u32, RootId), kind| {
-            if rank < blind {
-                Located::Found(root, kind)
-            } else {
-                Located::Unknown
+    /// Where a parsed feature is, without copying anything (the hot path of `require`). Lists
+    /// the deferred directories the answer depends on first (each at most once per index).
+    pub fn locate(&mut self, q: &Query) -> Located {
+        loop {
+            match self.step(q) {
+                Step::Done(answer) => return answer,
+                Step::List(id, len) => self.list_now(id, &q.stem[..len]),
             }
-        };
-        let unseen = if blind == NOT_ON_PATH { Located::Missing } else { Located::Unknown };
-        match q.want {
-            Want::Rb => rb.map_or(unseen, |w| found(w, Kind::Rb)),
-            Want::Ext => ext.map_or(unseen, |w| found(w, Kind::Ext)),
-            Want::Bare => match (rb, ext) {
-                (Some(w), _) => found(w, Kind::Rb),
-                // A `.rb` hidden in any blind spot would beat the native extension.
-                (None, Some(w)) if blind == NOT_ON_PATH => found(w, Kind::Ext),
-                (None, Some(_)) => Located::Unknown,
-                (None, None) => unseen,
-            },
         }
+    }
+
+    /// The answer from what is listed now, or the deferred directory that could change it.
+    fn step(&self, q: &Query) -> Step {
+        let (rb, ext) = self.best(&q.stem);
+        let (blind, deferred) = self.first_spots(&q.stem);
+        // Spots ranked before `limit` can change the answer: before the winning `.rb`, or
+        // anywhere when a `.rb` is still possible (a bare feature found only as an extension).
+        let winner = match q.want {
+            Want::Rb => rb.map(|w| (w, Kind::Rb)),
+            Want::Ext => ext.map(|w| (w, Kind::Ext)),
+            Want::Bare => rb.map(|w| (w, Kind::Rb)).or(ext.map(|w| (w, Kind::Ext))),
+        };
+        let limit = match (q.want, winner) {
+            (Want::Bare, Some((_, Kind::Ext))) => NOT_ON_PATH,
+            (_, Some(((rank, _), _))) => rank,
+            (_, None) => NOT_ON_PATH,
+        };
+        match deferred {
+            Some((rank, id, len)) if rank < limit && rank < blind => return Step::List(id, len),
+            _ => {}
+        }
+        // A blind spot in the winner's own root counts too (it may hide nothing, but is unknown).
+        let hidden = if limit == NOT_ON_PATH { blind != NOT_ON_PATH } else { blind <= limit };
+        Step::Done(match winner {
+            _ if hidden => Located::Unknown,
+            Some(((_, root), kind)) => Located::Found(root, kind),
+            None => Located::Missing,
+        })
     }
 
     /// The absolute path of a found file, as Ruby would spell it.
@@ -547,6 +678,7 @@ impl Root {
         Root {
             path: Vec::new(),
             listing: None,
+            extra: None,
             base: None,
             retired: true,
             volatile: false,
@@ -554,5 +686,18 @@ impl Root {
             last_used_s: 0,
             checked: true,
         }
+    }
+}
+
+/// A listing without its problems (they were reported when it was made).
+fn copy(l: &Listing) -> Listing {
+    Listing {
+        root: l.root.clone(),
+        state: l.state,
+        files: l.files.clone(),
+        dirs: l.dirs.clone(),
+        blind: l.blind.clone(),
+        deferred: l.deferred.clone(),
+        problems: Vec::new(),
     }
 }

@@ -126,6 +126,9 @@ pub struct Listing {
     pub dirs: Vec<DirRecord>,
     /// Directories whose contents are not fully known, sorted.
     pub blind: Vec<Vec<u8>>,
+    /// Directories that exist but were not listed yet (see [`super::ScanOptions::eager_depth`]):
+    /// listed on demand by [`super::list_deferred`] when a lookup needs them. Sorted.
+    pub deferred: Vec<Vec<u8>>,
     /// What was worked around, in no particular order.
     pub problems: Vec<ScanProblem>,
 }
@@ -133,7 +136,15 @@ pub struct Listing {
 impl Listing {
     /// An empty listing for `root` in the given state.
     pub fn empty(root: PathBuf, state: RootState) -> Self {
-        Listing { root, state, files: Vec::new(), dirs: Vec::new(), blind: Vec::new(), problems: Vec::new() }
+        Listing {
+            root,
+            state,
+            files: Vec::new(),
+            dirs: Vec::new(),
+            blind: Vec::new(),
+            deferred: Vec::new(),
+            problems: Vec::new(),
+        }
     }
 
     /// Puts files, dirs and blind spots in canonical order (scans in parallel finish in any order).
@@ -143,5 +154,7 @@ impl Listing {
         self.dirs.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
         self.blind.sort_unstable();
         self.blind.dedup();
+        self.deferred.sort_unstable();
+        self.deferred.dedup();
     }
 }

@@ -9,7 +9,7 @@ mod walk;
 pub use listing::{DirRecord, DirStamp, FileEntry, Kind, Listing, ProblemKind, RootState, ScanProblem};
 pub use options::ScanOptions;
 pub use oracle::scan_serial;
-pub use walk::{refresh, scan_roots};
+pub use walk::{list_deferred, refresh, scan_roots};
 
 /// The entry digest of one directory, listed without descending (for revalidation).
 pub fn dir_digest(path: &std::path::Path) -> std::io::Result<u64> {

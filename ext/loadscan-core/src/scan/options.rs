@@ -11,6 +11,10 @@ pub struct ScanOptions {
     pub skip_dirs: Vec<Vec<u8>>,
     /// Deepest directory level listed below a root.
     pub max_depth: usize,
+    /// Deepest directory level listed up front; deeper directories are recorded as
+    /// [`super::Listing::deferred`] and listed when a lookup needs them. `0` lists only each
+    /// root's own entries; `usize::MAX` (the default) lists everything.
+    pub eager_depth: usize,
     /// Most directories listed under one root before the whole root is left to Ruby.
     pub max_dirs: usize,
     /// Most loadable files kept for one root before the whole root is left to Ruby.
@@ -26,6 +30,7 @@ impl Default for ScanOptions {
             skip_dot_dirs: true,
             skip_dirs: vec![b"node_modules".to_vec()],
             max_depth: 48,
+            eager_depth: usize::MAX,
             max_dirs: 100_000,
             max_files: 1_000_000,
             threads: std::thread::available_parallelism().map(|n| n.get().min(8)).unwrap_or(1),

@@ -41,6 +41,7 @@ struct Output {
     dir: Option<DirRecord>,
     files: Vec<FileEntry>,
     blind: Vec<Vec<u8>>,
+    deferred: Vec<Vec<u8>>,
     problems: Vec<ScanProblem>,
     state: Option<RootState>,
 }
@@ -70,6 +71,8 @@ struct Walk<'a> {
     /// When refreshing: directories whose contents come from the earlier listing, so a
     /// relisted parent does not descend into them again.
     keep: Option<&'a HashSet<Vec<u8>>>,
+    /// Listing one deferred directory: if it is gone, it is simply empty now.
+    lazy: bool,
 }
 
 impl Walk<'_> {
@@ -85,6 +88,7 @@ impl Walk<'_> {
             dir: None,
             files: Vec::new(),
             blind: Vec::new(),
+            deferred: Vec::new(),
             problems: Vec::new(),
             state: None,
         };
@@ -129,7 +133,7 @@ impl Walk<'_> {
                 match e.raw_os_error() {
                     Some(2) if top => out.state = Some(RootState::Missing), // ENOENT
                     Some(20) if top => out.state = Some(RootState::NotDir), // ENOTDIR
-                    Some(2) | Some(20) if self.keep.is_some() => out.gone = true,
+                    Some(2) | Some(20) if self.keep.is_some() || self.lazy => out.gone = true,
                     errno => {
                         // Whatever was gathered before the error is kept (it exists); the rest
                         // of the directory is unknown.
@@ -170,6 +174,8 @@ impl Walk<'_> {
                 out.problems.push(problem(ProblemKind::TooLarge, path, None));
                 out.blind.extend(subdirs);
             }
+        } else if job.depth >= self.opts.eager_depth {
+            out.deferred.extend(subdirs);
         } else {
             for rel in subdirs {
                 let mut ancestors = Vec::with_capacity(job.ancestors.len() + 1);
@@ -190,10 +196,11 @@ struct Queue {
 
 /// Scans every root and returns one listing per root, in the same order.
 pub fn scan_roots(roots: &[PathBuf], opts: &ScanOptions) -> Vec<Listing> {
-    let walk = Walk { roots, opts, dirs_seen: roots.iter().map(|_| AtomicUsize::new(0)).collect(), keep: None };
+    let walk =
+        Walk { roots, opts, dirs_seen: roots.iter().map(|_| AtomicUsize::new(0)).collect(), keep: None, lazy: false };
     let initial: Vec<Job> =
         (0..roots.len()).rev().map(|root| Job { root, rel: Vec::new(), depth: 0, ancestors: Vec::new() }).collect();
-    match run_jobs(&walk, initial, roots.len()) {
+    match run_jobs(&walk, initial, roots.len(), opts.threads) {
         Some(outputs) => assemble(roots, opts, outputs),
         None => roots.iter().map(|r| failed(r)).collect(),
     }
@@ -205,6 +212,30 @@ fn failed(root: &Path) -> Listing {
     l.blind.push(Vec::new());
     l.problems.push(ScanProblem { kind: ProblemKind::Failed, path: root.to_path_buf(), error: None });
     l
+}
+
+/// Lists one directory that an earlier scan deferred (`rel` below `root`) on the calling
+/// thread, and returns what it holds as a partial listing of the root: the directory's record,
+/// its files, its subdirectories as new deferred ones, and any blind spot. A directory that no
+/// longer exists gives an empty listing, as Ruby's `require` would find nothing there.
+///
+/// No loop check is made: a lazy listing only goes as deep as a feature being looked up
+/// names, and through a symlink loop `require` opens the same path the listing names (the
+/// depth cap still applies).
+pub fn list_deferred(root: &Path, rel: &[u8], opts: &ScanOptions) -> Listing {
+    let roots = vec![root.to_path_buf()];
+    let walk = Walk { roots: &roots, opts, dirs_seen: vec![AtomicUsize::new(0)], keep: None, lazy: true };
+    let depth = 1 + rel.iter().filter(|&&c| c == b'/').count();
+    let job = Job { root: 0, rel: rel.to_vec(), depth, ancestors: Vec::new() };
+    let Some(outputs) = run_jobs(&walk, vec![job], 1, 1) else {
+        let mut l = Listing::empty(root.to_path_buf(), RootState::Dir);
+        l.blind.push(rel.to_vec());
+        l.problems.push(ScanProblem { kind: ProblemKind::Failed, path: join(root, rel), error: None });
+        return l;
+    };
+    let mut listing = assemble(&roots, opts, outputs).pop().unwrap_or_else(|| failed(root));
+    listing.state = RootState::Dir;
+    listing
 }
 
 fn rescan_whole(old: &Listing, opts: &ScanOptions) -> Listing {
@@ -241,8 +272,9 @@ pub fn refresh(old: &Listing, changed: &[Vec<u8>], opts: &ScanOptions) -> Listin
         // The directories kept from `old` count toward the cap, as in a full scan.
         dirs_seen: vec![AtomicUsize::new(old.dirs.len())],
         keep: Some(&keep),
+        lazy: false,
     };
-    let Some(outputs) = run_jobs(&walk, jobs, 1) else { return failed(&old.root) };
+    let Some(outputs) = run_jobs(&walk, jobs, 1, opts.threads) else { return failed(&old.root) };
     if outputs.iter().any(|o| o.rel.is_empty() && matches!(o.state, Some(RootState::Missing | RootState::NotDir))) {
         return rescan_whole(old, opts);
     }
@@ -294,6 +326,7 @@ fn merge(old: &Listing, outputs: Vec<Output>, opts: &ScanOptions) -> Listing {
         .filter(|b| !relisted.contains(b.as_slice()) && !relisted.contains(parent(b)) && !dead(b))
         .cloned()
         .collect();
+    listing.deferred = old.deferred.iter().filter(|d| !relisted.contains(parent(d)) && !dead(d)).cloned().collect();
     let mut outs = outputs;
     for o in &mut outs {
         o.state = None;
@@ -303,6 +336,7 @@ fn merge(old: &Listing, outputs: Vec<Output>, opts: &ScanOptions) -> Listing {
     listing.files.extend(fresh.files);
     listing.dirs.extend(fresh.dirs);
     listing.blind.extend(fresh.blind);
+    listing.deferred.extend(fresh.deferred);
     listing.problems = fresh.problems;
     finish(&mut listing, opts);
     listing
@@ -310,9 +344,8 @@ fn merge(old: &Listing, outputs: Vec<Output>, opts: &ScanOptions) -> Listing {
 
 /// Runs the jobs (and the jobs they find) to completion; `None` if listing panicked anywhere,
 /// since the outputs would then be incomplete without saying where.
-fn run_jobs(walk: &Walk, initial: Vec<Job>, roots: usize) -> Option<Vec<Output>> {
-    let opts = walk.opts;
-    let threads = opts.threads.max(1).min(roots.max(1) * 64);
+fn run_jobs(walk: &Walk, initial: Vec<Job>, roots: usize, threads: usize) -> Option<Vec<Output>> {
+    let threads = threads.max(1).min(roots.max(1) * 64);
     if threads == 1 {
         return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut stack = initial;
@@ -380,6 +413,7 @@ fn assemble(roots: &[PathBuf], opts: &ScanOptions, outputs: Vec<Output>) -> Vec<
         l.dirs.extend(out.dir);
         l.files.extend(out.files);
         l.blind.extend(out.blind);
+        l.deferred.extend(out.deferred);
         l.problems.extend(out.problems);
     }
     for l in &mut listings {
@@ -397,6 +431,7 @@ fn finish(l: &mut Listing, opts: &ScanOptions) {
     }
     if l.blind.iter().any(|b| b.is_empty()) {
         l.blind.retain(|b| b.is_empty());
+        l.deferred.clear();
     }
     l.normalize();
 }

@@ -7,7 +7,7 @@ use crate::hash::stable_hash;
 use crate::scan::{Kind, Listing, RootState};
 
 /// Bumped whenever the layout changes; older files are ignored and rewritten.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 pub(crate) const MAGIC: &[u8; 8] = b"LOADSCAN";
 pub(crate) const HEADER_LEN: usize = 64;
 pub(crate) const NONE: u32 = u32::MAX;
@@ -15,15 +15,19 @@ pub(crate) const MANY: u32 = 0x8000_0000;
 
 pub(crate) const ROOT_REC: usize = 44;
 pub(crate) const DIR_REC: usize = 48;
-pub(crate) const BLIND_REC: usize = 8;
+pub(crate) const SPOT_REC: usize = 12;
 pub(crate) const FEAT_REC: usize = 16;
-pub(crate) const BFEAT_REC: usize = 12;
-pub(crate) const COUNTS: usize = 32;
+pub(crate) const PREFIX_REC: usize = 16;
+pub(crate) const COUNTS: usize = 36;
+/// Spot kinds in a root's spot records.
+pub(crate) const SPOT_BLIND: u32 = 0;
+pub(crate) const SPOT_DEFERRED: u32 = 1;
 
 /// One root as stored: its listing plus what revalidation needs.
 #[derive(Debug)]
 pub struct RootRecord {
-    /// The listing (root path, state, files, dirs with stamps and digests, blind spots).
+    /// The listing (root path, state, files, dirs with stamps and digests, blind spots,
+    /// deferred directories).
     pub listing: Listing,
     /// Volatile roots (the app's own dirs) are revalidated directory by directory.
     pub volatile: bool,
@@ -75,6 +79,21 @@ fn put64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
+/// An open-addressing table over `keys` (record `i` at the slot its key hashes to, or the next
+/// free one).
+fn slot_table(keys: &[&[u8]]) -> Vec<u32> {
+    let n_slots = slot_count(keys.len());
+    let mut slots = vec![NONE; n_slots];
+    for (i, key) in keys.iter().enumerate() {
+        let mut slot = home_slot(stable_hash(key), n_slots);
+        while slots[slot] != NONE {
+            slot = if slot + 1 == n_slots { 0 } else { slot + 1 };
+        }
+        slots[slot] = i as u32;
+    }
+    slots
+}
+
 fn postings(ids: &[u32], overflow: &mut Vec<u32>) -> u32 {
     match ids {
         [] => NONE,
@@ -92,11 +111,11 @@ fn postings(ids: &[u32], overflow: &mut Vec<u32>) -> u32 {
 /// loadscan that may use it.
 pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
     let mut strings = Strings { bytes: Vec::new(), seen: HashMap::new() };
-    let (mut root_recs, mut dir_recs, mut blind_recs) = (Vec::new(), Vec::new(), Vec::new());
-    // stem -> (rb ids, ext ids); prefix -> blind ids
+    let (mut root_recs, mut dir_recs, mut spot_recs) = (Vec::new(), Vec::new(), Vec::new());
+    // stem -> (rb ids, ext ids); prefix -> (blind ids, deferred ids)
     let mut feats: HashMap<&[u8], (Vec<u32>, Vec<u32>)> = HashMap::new();
-    let mut bfeats: HashMap<&[u8], Vec<u32>> = HashMap::new();
-    let (mut n_dirs, mut n_blind) = (0u32, 0u32);
+    let mut prefixes: HashMap<&[u8], (Vec<u32>, Vec<u32>)> = HashMap::new();
+    let (mut n_dirs, mut n_spots) = (0u32, 0u32);
     for (id, r) in roots.iter().enumerate() {
         let id = id as u32;
         let l = &r.listing;
@@ -104,7 +123,7 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
         put32(&mut root_recs, po);
         put32(&mut root_recs, pl);
         root_recs.extend_from_slice(&[state_code(l.state), r.volatile as u8, 0, 0]);
-        for (start, len) in [(n_dirs, l.dirs.len()), (n_blind, l.blind.len())] {
+        for (start, len) in [(n_dirs, l.dirs.len()), (n_spots, l.blind.len() + l.deferred.len())] {
             put32(&mut root_recs, start);
             put32(&mut root_recs, len as u32);
         }
@@ -128,42 +147,46 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
                 Kind::Ext => e.1.push(id),
             }
         }
-        for b in &l.blind {
-            let (o, n) = strings.add(b);
-            put32(&mut blind_recs, o);
-            put32(&mut blind_recs, n);
-            bfeats.entry(b.as_slice()).or_default().push(id);
+        for (list, kind) in [(&l.blind, SPOT_BLIND), (&l.deferred, SPOT_DEFERRED)] {
+            for b in list {
+                let (o, n) = strings.add(b);
+                put32(&mut spot_recs, o);
+                put32(&mut spot_recs, n);
+                put32(&mut spot_recs, kind);
+                let e = prefixes.entry(b.as_slice()).or_default();
+                if kind == SPOT_BLIND {
+                    e.0.push(id)
+                } else {
+                    e.1.push(id)
+                }
+            }
         }
         n_dirs += l.dirs.len() as u32;
-        n_blind += l.blind.len() as u32;
+        n_spots += (l.blind.len() + l.deferred.len()) as u32;
     }
 
     let mut overflow: Vec<u32> = Vec::new();
     let mut feat_list: Vec<_> = feats.into_iter().collect();
     feat_list.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let n_slots = slot_count(feat_list.len());
-    let mut slots = vec![NONE; n_slots];
+    let slots = slot_table(&feat_list.iter().map(|f| f.0).collect::<Vec<_>>());
     let mut feat_recs = Vec::with_capacity(feat_list.len() * FEAT_REC);
-    for (i, (stem, (rb, ext))) in feat_list.iter().enumerate() {
+    for (stem, (rb, ext)) in &feat_list {
         let (o, n) = strings.add(stem);
         put32(&mut feat_recs, o);
         put32(&mut feat_recs, n);
         put32(&mut feat_recs, postings(rb, &mut overflow));
         put32(&mut feat_recs, postings(ext, &mut overflow));
-        let mut slot = home_slot(stable_hash(stem), n_slots);
-        while slots[slot] != NONE {
-            slot = if slot + 1 == n_slots { 0 } else { slot + 1 };
-        }
-        slots[slot] = i as u32;
     }
-    let mut bfeat_list: Vec<(&[u8], Vec<u32>)> = bfeats.into_iter().collect();
-    bfeat_list.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let mut bfeat_recs = Vec::new();
-    for (prefix, ids) in &bfeat_list {
+    let mut prefix_list: Vec<_> = prefixes.into_iter().collect();
+    prefix_list.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let prefix_slots = slot_table(&prefix_list.iter().map(|p| p.0).collect::<Vec<_>>());
+    let mut prefix_recs = Vec::with_capacity(prefix_list.len() * PREFIX_REC);
+    for (prefix, (blind, deferred)) in &prefix_list {
         let (o, n) = strings.add(prefix);
-        put32(&mut bfeat_recs, o);
-        put32(&mut bfeat_recs, n);
-        put32(&mut bfeat_recs, postings(ids, &mut overflow));
+        put32(&mut prefix_recs, o);
+        put32(&mut prefix_recs, n);
+        put32(&mut prefix_recs, postings(blind, &mut overflow));
+        put32(&mut prefix_recs, postings(deferred, &mut overflow));
     }
 
     let mut body = Vec::new();
@@ -171,25 +194,26 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
     for n in [
         roots.len() as u32,
         n_dirs,
-        n_blind,
+        n_spots,
         feat_list.len() as u32,
-        n_slots as u32,
+        slots.len() as u32,
         overflow.len() as u32,
-        bfeat_list.len() as u32,
+        prefix_list.len() as u32,
+        prefix_slots.len() as u32,
         strings.bytes.len() as u32,
     ] {
         put32(&mut body, n);
     }
-    for section in [&root_recs, &dir_recs, &blind_recs, &feat_recs] {
+    for section in [&root_recs, &dir_recs, &spot_recs, &feat_recs] {
         body.extend_from_slice(section);
     }
-    for s in &slots {
+    for s in slots.iter().chain(&overflow) {
         put32(&mut body, *s);
     }
-    for s in &overflow {
+    body.extend_from_slice(&prefix_recs);
+    for s in &prefix_slots {
         put32(&mut body, *s);
     }
-    body.extend_from_slice(&bfeat_recs);
     body.extend_from_slice(&strings.bytes);
 
     let mut out = Vec::with_capacity(HEADER_LEN + body.len());

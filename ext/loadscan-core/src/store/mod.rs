@@ -24,13 +24,15 @@
 //! another process may have written must be validated, so rkyv's unchecked access is not an
 //! option. Boot-level figures are in `bench/README.md`.
 //!
-//! # Layout (version 2)
+//! # Layout (version 3)
 //! ```text
 //! header  64 bytes: magic "LOADSCAN", version, body length, CRC32 of the body, env key length
 //! body    env key (loadscan version, RUBY_REVISION, RUBY_PLATFORM, DLEXT) then the sections:
-//!         counts | roots | dirs | blind | features | slots | ids | blind_prefixes | strings
+//!         counts | roots | dirs | spots | features | slots | ids | prefixes | prefix_slots | strings
 //! ```
-//! Roots own ranges of dirs and blind spots; a root's files are the features whose postings
+//! Roots own ranges of dirs and *spots* (blind spots and deferred directories, each tagged);
+//! `prefixes` maps a directory prefix to the roots having a blind spot or a deferred directory
+//! there, hashed like the features (a lookup probes each prefix of its stem). A root's files are the features whose postings
 //! name it (rebuilt in one pass when a root must be re-listed or the file rewritten, never on
 //! the boot path), which keeps the file — and the page faults of reading it — small. A feature record points
 //! at its stem in `strings` and holds two posting values (root ids with a `.rb`, with the

@@ -18,15 +18,17 @@ pub struct Snapshot {
     n_roots: usize,
     n_feats: usize,
     n_slots: usize,
-    n_bfeats: usize,
+    n_prefixes: usize,
+    n_prefix_slots: usize,
     roots: usize,
     dirs: usize,
-    blind: usize,
+    spots: usize,
     feats: usize,
     slots: usize,
     ids: usize,
     n_ids: usize,
-    bfeats: usize,
+    prefixes: usize,
+    prefix_slots: usize,
     strings: usize,
     strings_len: usize,
 }
@@ -45,7 +47,7 @@ pub struct RootView<'a> {
     /// When it was last on a load path that wrote the cache (s since the epoch).
     pub last_used_s: i64,
     dirs: (usize, usize),
-    blind: (usize, usize),
+    spots: (usize, usize),
 }
 
 impl RootView<'_> {
@@ -91,10 +93,10 @@ impl Snapshot {
         }
         let c = HEADER_LEN + env_len;
         let count = |i: usize| read_u32(&bytes, c + 4 * i).map(|v| v as usize).ok_or(corrupt("truncated counts"));
-        let (n_roots, n_dirs, n_blind, n_feats, n_slots, n_ids, n_bfeats, strings_len) =
-            (count(0)?, count(1)?, count(2)?, count(3)?, count(4)?, count(5)?, count(6)?, count(7)?);
-        if n_slots <= n_feats {
-            return Err(corrupt("bad feature table size"));
+        let (n_roots, n_dirs, n_spots, n_feats, n_slots, n_ids, n_prefixes, n_prefix_slots, strings_len) =
+            (count(0)?, count(1)?, count(2)?, count(3)?, count(4)?, count(5)?, count(6)?, count(7)?, count(8)?);
+        if n_slots <= n_feats || n_prefix_slots <= n_prefixes {
+            return Err(corrupt("bad hash table size"));
         }
         let mut at = c + COUNTS;
         let mut section = |n: usize, size: usize| -> Result<usize, LoadError> {
@@ -104,11 +106,12 @@ impl Snapshot {
         };
         let roots = section(n_roots, ROOT_REC)?;
         let dirs = section(n_dirs, DIR_REC)?;
-        let blind = section(n_blind, BLIND_REC)?;
+        let spots = section(n_spots, SPOT_REC)?;
         let feats = section(n_feats, FEAT_REC)?;
         let slots = section(n_slots, 4)?;
         let ids = section(n_ids, 4)?;
-        let bfeats = section(n_bfeats, BFEAT_REC)?;
+        let prefixes = section(n_prefixes, PREFIX_REC)?;
+        let prefix_slots = section(n_prefix_slots, 4)?;
         let strings = section(strings_len, 1)?;
         if at != bytes.len() {
             return Err(corrupt("section sizes do not add up"));
@@ -118,15 +121,17 @@ impl Snapshot {
             n_roots,
             n_feats,
             n_slots,
-            n_bfeats,
+            n_prefixes,
+            n_prefix_slots,
             roots,
             dirs,
-            blind,
+            spots,
             feats,
             slots,
             ids,
             n_ids,
-            bfeats,
+            prefixes,
+            prefix_slots,
             strings,
             strings_len,
         })
@@ -186,7 +191,7 @@ impl Snapshot {
             state,
             volatile: flags[1] != 0,
             dirs: range(0)?,
-            blind: range(1)?,
+            spots: range(1)?,
             scanned_at_ns: self.u64(r + 28)? as i64,
             last_used_s: self.u64(r + 36)? as i64,
         })
@@ -197,7 +202,7 @@ impl Snapshot {
         let (start, len) = root.dirs;
         (start..start.saturating_add(len)).map(move |i| {
             let d = self.dirs.checked_add(i.checked_mul(DIR_REC)?)?;
-            if d + DIR_REC > self.blind {
+            if d + DIR_REC > self.spots {
                 return None;
             }
             Some(DirRecord {
@@ -221,17 +226,22 @@ impl Snapshot {
         Some(l)
     }
 
-    /// A root's listing without its files: directories and blind spots.
+    /// A root's listing without its files: directories, blind spots and deferred directories.
     pub fn skeleton(&self, root: &RootView<'_>) -> Option<Listing> {
         let mut l = Listing::empty(root.path_buf(), root.state);
         l.dirs = self.dirs(root).collect::<Option<Vec<_>>>()?;
-        let (start, len) = root.blind;
+        let (start, len) = root.spots;
         for i in start..start.checked_add(len)? {
-            let b = self.blind.checked_add(i.checked_mul(BLIND_REC)?)?;
-            if b + BLIND_REC > self.feats {
+            let b = self.spots.checked_add(i.checked_mul(SPOT_REC)?)?;
+            if b + SPOT_REC > self.feats {
                 return None;
             }
-            l.blind.push(self.string_at(b)?.to_vec());
+            let rel = self.string_at(b)?.to_vec();
+            match self.u32(b + 8)? {
+                SPOT_BLIND => l.blind.push(rel),
+                SPOT_DEFERRED => l.deferred.push(rel),
+                _ => return None,
+            }
         }
         Some(l)
     }
@@ -264,44 +274,48 @@ impl Snapshot {
         out
     }
 
-    /// Posting values of a feature stem: (roots with `stem.rb`, roots with the extension).
-    pub fn lookup(&self, stem: &[u8]) -> Option<(u32, u32)> {
-        let mut slot = home_slot(stable_hash(stem), self.n_slots);
-        for _ in 0..self.n_slots {
-            let idx = self.u32(self.slots + 4 * slot)?;
+    /// The record of `key` in a hashed table: `(records, count, size)` and `(slots, count)`.
+    fn probe(&self, recs: (usize, usize, usize), slots: (usize, usize), key: &[u8]) -> Option<usize> {
+        let (recs, n_recs, size) = recs;
+        let (slots, n_slots) = slots;
+        let mut slot = home_slot(stable_hash(key), n_slots);
+        for _ in 0..n_slots {
+            let idx = self.u32(slots + 4 * slot)?;
             if idx == NONE {
                 return None;
             }
             let idx = idx as usize;
-            if idx < self.n_feats {
-                let f = self.feats + idx * FEAT_REC;
-                if self.string_at(f) == Some(stem) {
-                    return Some((self.u32(f + 8)?, self.u32(f + 12)?));
+            if idx < n_recs {
+                let r = recs + idx * size;
+                if self.string_at(r) == Some(key) {
+                    return Some(r);
                 }
             }
-            slot = if slot + 1 >= self.n_slots { 0 } else { slot + 1 };
+            slot = if slot + 1 >= n_slots { 0 } else { slot + 1 };
         }
         None
     }
 
-    /// Posting value of the roots with a blind spot at `prefix`.
-    pub fn blind(&self, prefix: &[u8]) -> Option<u32> {
-        let (mut lo, mut hi) = (0usize, self.n_bfeats);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let b = self.bfeats + mid * BFEAT_REC;
-            match self.string_at(b)?.cmp(prefix) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return self.u32(b + 8),
-            }
-        }
-        None
+    /// Posting values of a feature stem: (roots with `stem.rb`, roots with the extension).
+    pub fn lookup(&self, stem: &[u8]) -> Option<(u32, u32)> {
+        let f = self.probe((self.feats, self.n_feats, FEAT_REC), (self.slots, self.n_slots), stem)?;
+        Some((self.u32(f + 8)?, self.u32(f + 12)?))
     }
 
-    /// Whether any root has a blind spot.
-    pub fn has_blind(&self) -> bool {
-        self.n_bfeats > 0
+    /// Posting values of a directory prefix: (roots with a blind spot there, roots where it is
+    /// a deferred directory).
+    pub fn spots(&self, prefix: &[u8]) -> Option<(u32, u32)> {
+        if self.n_prefixes == 0 {
+            return None;
+        }
+        let p =
+            self.probe((self.prefixes, self.n_prefixes, PREFIX_REC), (self.prefix_slots, self.n_prefix_slots), prefix)?;
+        Some((self.u32(p + 8)?, self.u32(p + 12)?))
+    }
+
+    /// Whether any root has a blind spot or a deferred directory.
+    pub fn has_spots(&self) -> bool {
+        self.n_prefixes > 0
     }
 
     /// Calls `f` with each root id of a posting value (ids beyond the root table are skipped).

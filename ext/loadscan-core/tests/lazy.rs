@@ -1,0 +1,213 @@
+//! Lazy listing (`eager_depth: 0`): answers equal what `require` would load, directories are
+//! listed only when a lookup needs them, and caches carry exactly what was listed.
+
+mod common;
+
+use common::{Rng, TempTree};
+use loadscan_core::index::{Index, Resolution, SyncPolicy};
+use loadscan_core::scan::ScanOptions;
+use loadscan_core::store::{encode, Snapshot, Validation};
+use std::path::{Path, PathBuf};
+
+const ENV: &[u8] = b"test-env";
+
+fn policy(eager_depth: usize, stable: Vec<PathBuf>) -> SyncPolicy {
+    SyncPolicy {
+        scan: ScanOptions { eager_depth, threads: 2, ..ScanOptions::default() },
+        validation: Validation::Mtime,
+        stable,
+    }
+}
+
+fn answer(index: &mut Index, feature: &str) -> String {
+    match index.lookup(feature.as_bytes()) {
+        Resolution::Found { root, stem, kind } => String::from_utf8(index.path_of(root, &stem, kind)).unwrap(),
+        Resolution::Missing => "missing".into(),
+        Resolution::Unknown => "unknown".into(),
+    }
+}
+
+/// What `require` would load, by trying every entry as Ruby does: `.rb` in every entry first,
+/// then the extension (something loadable: not a directory, reachable through symlinks).
+fn brute_force(order: &[PathBuf], feature: &str) -> String {
+    let loadable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| !m.is_dir());
+    let first = |ext: &str| {
+        order.iter().map(|r| r.join(format!("{feature}{ext}"))).find(|p| loadable(p)).map(|p| p.display().to_string())
+    };
+    let (stem_rb, stem_so) = (first(".rb"), first(".so"));
+    stem_rb.or(stem_so).unwrap_or_else(|| "missing".into())
+}
+
+/// A random tree over three entries with shared names (so entries shadow each other), deep
+/// directories, symlinks to directories (loops included) and dangling links. Returns the
+/// entries and every feature worth asking for.
+fn random_tree(t: &TempTree, seed: u64) -> (Vec<PathBuf>, Vec<String>) {
+    let names = ["a", "b", "c", "core_ext", "x-y", ".dot", "node_modules", "z.rb"];
+    let exts = [".rb", ".so", ".txt", ""];
+    let mut rng = Rng::new(seed);
+    let mut dirs = vec![String::from("e0"), String::from("e1"), String::from("e2")];
+    for d in &dirs {
+        t.dir(d);
+    }
+    let mut features = Vec::new();
+    for _ in 0..150 {
+        let parent = rng.pick(&dirs).clone();
+        let name = rng.pick(&names);
+        let p = format!("{parent}/{name}");
+        let rel = p.split_once('/').unwrap().1.to_string();
+        features.push(rel.clone());
+        features.push(format!("{rel}/{}", rng.pick(&names)));
+        if t.path(&p).symlink_metadata().is_ok() {
+            continue;
+        }
+        match rng.below(12) {
+            0..=3 => {
+                t.dir(&p);
+                dirs.push(p);
+            }
+            4 => {
+                let target = rng.pick(&dirs).clone();
+                t.link(&p, t.path(&target).to_str().unwrap());
+            }
+            5 => {
+                t.link(&p, "../missing");
+            }
+            _ => {
+                t.file(&format!("{p}{}", rng.pick(&exts)));
+            }
+        }
+    }
+    let order = ["e0", "e1", "e2", "nope"].iter().map(|r| t.path(r)).collect();
+    (order, features)
+}
+
+#[test]
+fn lazy_answers_are_what_require_would_load_and_never_less_than_eager_ones() {
+    for seed in 0..20 {
+        let t = TempTree::new("lazy-random");
+        let (order, stems) = random_tree(&t, seed);
+        let mut eager = Index::new(b"so");
+        eager.sync(&order, &policy(usize::MAX, vec![]));
+        let mut lazy = Index::new(b"so");
+        lazy.sync(&order, &policy(0, vec![]));
+        for stem in &stems {
+            for f in [stem.clone(), format!("{stem}.rb"), format!("{stem}.so")] {
+                let truth = brute_force(&order, f.strip_suffix(".rb").or(f.strip_suffix(".so")).unwrap_or(&f));
+                let truth = match (f.ends_with(".rb"), f.ends_with(".so")) {
+                    (true, _) => brute_force_ext(&order, &f),
+                    (_, true) => brute_force_ext(&order, &f),
+                    _ => truth,
+                };
+                let (e, l) = (answer(&mut eager, &f), answer(&mut lazy, &f));
+                assert!(e == truth || e == "unknown", "seed {seed}, {f}: eager {e}, require {truth}");
+                assert!(l == truth || l == "unknown", "seed {seed}, {f}: lazy {l}, require {truth}");
+                assert!(l != "unknown" || e == "unknown", "seed {seed}, {f}: lazy unknown, eager {e}");
+            }
+        }
+        assert!(lazy.lazy_stats().listed > 0, "seed {seed}: lookups below the top must list directories");
+    }
+}
+
+/// [`brute_force`] for a feature spelled with its extension: only that extension counts.
+fn brute_force_ext(order: &[PathBuf], feature: &str) -> String {
+    let loadable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| !m.is_dir());
+    order.iter().map(|r| r.join(feature)).find(|p| loadable(p)).map_or("missing".into(), |p| p.display().to_string())
+}
+
+#[test]
+fn only_the_directories_a_lookup_goes_through_are_listed() {
+    let t = TempTree::new("lazy-need");
+    for g in 0..5 {
+        t.file(&format!("g{g}/lib/g{g}.rb")).file(&format!("g{g}/lib/g{g}/version.rb"));
+        t.file(&format!("g{g}/lib/g{g}/deep/unused/x.rb")).file(&format!("g{g}/lib/g{g}/templates/y.rb"));
+    }
+    t.file("g1/lib/shared/util.so").file("g4/lib/shared/util.rb");
+    let order: Vec<PathBuf> = (0..5).map(|g| t.path(&format!("g{g}/lib"))).collect();
+    let mut index = Index::new(b"so");
+    index.sync(&order, &policy(0, vec![]));
+    assert_eq!(index.lazy_stats().listed, 0, "a sync lists only the entries themselves");
+    assert_eq!(answer(&mut index, "g2"), format!("{}/g2.rb", order[2].display()));
+    assert_eq!(index.lazy_stats().listed, 0, "a top-level feature needs no directory below");
+    assert_eq!(answer(&mut index, "g2/version"), format!("{}/g2/version.rb", order[2].display()));
+    assert_eq!(index.lazy_stats().listed, 1, "only g2/ exists in an entry: one listing");
+    assert_eq!(answer(&mut index, "g2/version"), format!("{}/g2/version.rb", order[2].display()));
+    assert_eq!(index.lazy_stats().listed, 1, "listed once");
+    // A native extension found first must be checked against every `shared/` for a `.rb`.
+    assert_eq!(answer(&mut index, "shared/util"), format!("{}/shared/util.rb", order[4].display()));
+    assert_eq!(answer(&mut index, "shared/util.so"), format!("{}/shared/util.so", order[1].display()));
+    assert_eq!(index.lazy_stats().listed, 3);
+    assert_eq!(answer(&mut index, "g3/nope"), "missing");
+    assert_eq!(index.lazy_stats().listed, 4);
+}
+
+#[test]
+fn a_lazy_cache_holds_what_was_listed_and_grows_when_a_later_boot_needs_more() {
+    let t = TempTree::new("lazy-cache");
+    t.file("app/models/user.rb").file("app/models/admin/role.rb").file("app/unused/z.rb");
+    t.file("gems/g/lib/g.rb").file("gems/g/lib/g/a.rb").file("gems/g/lib/g/b/c.rb").file("gems/g/lib/g/b/d.so");
+    let order = vec![t.path("app"), t.path("gems/g/lib")];
+    let p = policy(0, vec![t.path("gems")]);
+    let save = |index: &Index| {
+        let mut records = index.records(1_000, 0);
+        for r in &mut records {
+            r.scanned_at_ns = i64::MAX / 2; // outside the racy window
+        }
+        encode(&records, ENV)
+    };
+    let warm = |bytes: &[u8]| {
+        let mut index = Index::from_snapshot(b"so", Snapshot::parse(bytes.to_vec(), ENV).unwrap());
+        let report = index.sync(&order, &p);
+        assert_eq!((report.scanned, report.refreshed), (0, 0));
+        index
+    };
+    let first = ["models/user", "g/a", "g"];
+    let mut cold = Index::new(b"so");
+    cold.sync(&order, &p);
+    let want: Vec<String> = first.iter().map(|f| answer(&mut cold, f)).collect();
+    assert_eq!(want[0], format!("{}/models/user.rb", order[0].display()));
+    let bytes = save(&cold);
+
+    let mut second = warm(&bytes);
+    for (f, w) in first.iter().zip(&want) {
+        assert_eq!(&answer(&mut second, f), w);
+    }
+    assert_eq!(second.lazy_stats().listed, 0, "what the first boot listed comes from the cache");
+    assert!(!second.is_dirty());
+    assert_eq!(answer(&mut second, "g/b/d"), format!("{}/g/b/d.so", order[1].display()));
+    assert_eq!(answer(&mut second, "models/admin/role"), format!("{}/models/admin/role.rb", order[0].display()));
+    let listed = second.lazy_stats().listed;
+    assert!(listed >= 2, "a feature the cache did not cover is listed on demand ({listed})");
+    assert!(second.is_dirty());
+    let bytes = save(&second);
+
+    let mut third = warm(&bytes);
+    for f in ["models/user", "g/a", "g", "g/b/d", "models/admin/role", "g/b/c"] {
+        let mut fresh = Index::new(b"so");
+        fresh.sync(&order, &policy(usize::MAX, vec![]));
+        assert_eq!(answer(&mut third, f), answer(&mut fresh, f), "{f}");
+    }
+    assert_eq!(third.lazy_stats().listed, 0, "the second boot's listings were saved too");
+}
+
+#[test]
+fn changes_in_deferred_and_listed_directories_are_seen_by_the_next_boot() {
+    let t = TempTree::new("lazy-change");
+    t.file("app/a/x.rb").file("app/b/y.rb").file("app/c/z.rb");
+    let order = vec![t.path("app")];
+    let p = policy(0, vec![]);
+    let mut cold = Index::new(b"so");
+    cold.sync(&order, &p);
+    assert_eq!(answer(&mut cold, "a/x"), format!("{}/a/x.rb", order[0].display()));
+    let mut records = cold.records(1_000, 0);
+    records[0].scanned_at_ns = i64::MAX / 2;
+    let bytes = encode(&records, ENV);
+    // A file in a listed directory, one in a deferred one, a new directory at the top.
+    t.file("app/a/new.rb").file("app/b/new.rb").file("app/d/new.rb");
+    std::fs::remove_dir_all(t.path("app/c")).unwrap();
+    let mut warm = Index::from_snapshot(b"so", Snapshot::parse(bytes, ENV).unwrap());
+    let report = warm.sync(&order, &p);
+    assert_eq!((report.scanned, report.refreshed), (0, 1), "app/ and app/a/ changed: one refresh");
+    for f in ["a/x", "a/new", "b/new", "b/y", "d/new", "c/z"] {
+        assert_eq!(answer(&mut warm, f), brute_force(&order, f), "{f}");
+    }
+}
