@@ -29,7 +29,7 @@ module Loadscan
       end
 
       warning = Native.start($LOAD_PATH, @config.dlext, @config.threads, @config.cache_dir, @config.env_key,
-                             Process.euid, @config.validate == "listing", @config.stable_dirs)
+                             Process.euid, @config.validate == "listing", @config.stable_dirs, @config.lazy)
       Warnings.once(:cache, warning) if warning
       Native.sync
       require_relative "loadscan/core_ext/kernel"

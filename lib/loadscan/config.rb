@@ -10,16 +10,18 @@ module Loadscan
   #                               cache survives a fresh `git checkout` (CI workers)
   #   LOADSCAN_READONLY=1         use the cache, never write it (CI workers sharing one)
   #   LOADSCAN_THREADS=N          scanner threads (default: the CPU count, at most 8)
+  #   LOADSCAN_LAZY=0             list every directory of every entry up front instead of only
+  #                               the entries' own, and the rest as requires reach them
   #   LOADSCAN_STABLE_DIRS=A:B    more directories holding installed, never-edited code (besides
   #                               Gem.path, Bundler's path and Ruby's own), checked with one stat
   #                               per load-path entry instead of one per directory
   class Config
-    attr_reader :enabled, :threads, :dlext, :cache_dir, :validate, :readonly
+    attr_reader :enabled, :threads, :dlext, :cache_dir, :validate, :readonly, :lazy
 
     VALIDATIONS = %w[mtime listing].freeze
 
     def initialize(enabled: nil, threads: nil, cache_dir: nil, cache: nil, validate: nil, readonly: nil,
-                   stable_dirs: nil, env: ENV)
+                   stable_dirs: nil, lazy: nil, env: ENV)
       @extra_stable = stable_dirs || env["LOADSCAN_STABLE_DIRS"].to_s.split(File::PATH_SEPARATOR)
       @enabled = enabled.nil? ? !flag?(env["LOADSCAN_DISABLE"]) : enabled
       @threads = integer(threads || env["LOADSCAN_THREADS"] || 0, "threads")
@@ -31,6 +33,7 @@ module Loadscan
       raise ConfigError, "LOADSCAN_VALIDATE must be one of #{VALIDATIONS.join(", ")}, got #{@validate.inspect}" unless VALIDATIONS.include?(@validate)
 
       @readonly = readonly.nil? ? flag?(env["LOADSCAN_READONLY"]) : readonly
+      @lazy = lazy.nil? ? env["LOADSCAN_LAZY"].nil? || flag?(env["LOADSCAN_LAZY"]) : lazy
       # RbConfig is loaded whenever RubyGems is; without it the extension's own default applies.
       @dlext = defined?(RbConfig) ? RbConfig::CONFIG["DLEXT"] : ""
     end

@@ -25,34 +25,62 @@ class LookupTest < Minitest::Test
         end
         [f, Loadscan.lookup(f), oracle]
       end
-      report("rows" => rows, "active" => Loadscan.active?)
+      report("rows" => rows, "active" => Loadscan.active?, "stats" => Loadscan.stats)
     RUBY
   end
 
   SEEDS.each do |seed|
     define_method(:"test_lookup_equals_resolve_feature_path_seed_#{seed}") do
-      _, manifest = tree(seed)
-      run = run_ruby(compare_code(manifest[:load_path], manifest[:features]), loadscan: true)
-      assert run.status.success?, run.stderr
-      assert run.report["active"]
-      rows = run.report["rows"]
-      answered = 0
-      rows.each do |feature, ours, oracle|
-        case ours
-        when String
-          answered += 1
-          assert_equal oracle, ours, "feature #{feature.inspect}"
-        when :missing
-          assert_nil oracle, "feature #{feature.inspect}: loadscan says missing"
-        end
+      check_lookup(seed, {})
+    end
+
+    # The same with every directory listed up front (LOADSCAN_LAZY=0) instead of on demand.
+    define_method(:"test_lookup_equals_resolve_feature_path_full_scan_seed_#{seed}") do
+      check_lookup(seed, { "LOADSCAN_LAZY" => "0" })
+    end
+
+    # A cache written by a boot that looked up half the features (so it holds only the
+    # directories those needed) serves a second boot that looks up all of them: the
+    # directories already listed come from the cache, the others are listed on demand.
+    define_method(:"test_lookup_from_a_partial_lazy_cache_seed_#{seed}") do
+      Dir.mktmpdir("loadscan-cache") do |cache|
+        _, manifest = tree(seed)
+        half = manifest[:features].each_slice(2).map(&:first)
+        check_lookup(seed, { "LOADSCAN_CACHE_DIR" => cache }, features: half)
+        assert File.file?(File.join(cache, "index"))
+        stats = check_lookup(seed, { "LOADSCAN_CACHE_DIR" => cache })
+        assert_equal 0, stats[:roots_scanned], stats.inspect
+        stats = check_lookup(seed, { "LOADSCAN_CACHE_DIR" => cache }, features: half)
+        assert_equal 0, stats[:dirs_listed_lazily], "the first boot's listings are in the cache: #{stats.inspect}"
       end
-      # Most features must be answered by the index, or this test proves nothing.
-      assert_operator answered, :>, rows.size / 3, "only #{answered} of #{rows.size} answered"
     end
 
     define_method(:"test_boot_requires_like_stock_seed_#{seed}") do
       out, = tree(seed)
       assert_boots_like_stock(File.join(out, "boot.rb"))
     end
+  end
+
+  # Looks up `features` (default: all of the tree's) in a loadscan process and compares each
+  # answer with Ruby's; returns the process's `Loadscan.stats`.
+  def check_lookup(seed, env, features: nil)
+    _, manifest = tree(seed)
+    run = run_ruby(compare_code(manifest[:load_path], features || manifest[:features]), loadscan: true, env: env)
+    assert run.status.success?, run.stderr
+    assert run.report["active"]
+    rows = run.report["rows"]
+    answered = 0
+    rows.each do |feature, ours, oracle|
+      case ours
+      when String
+        answered += 1
+        assert_equal oracle, ours, "feature #{feature.inspect}"
+      when :missing
+        assert_nil oracle, "feature #{feature.inspect}: loadscan says missing"
+      end
+    end
+    # Most features must be answered by the index, or this test proves nothing.
+    assert_operator answered, :>, rows.size / 3, "only #{answered} of #{rows.size} answered"
+    run.report["stats"]
   end
 end

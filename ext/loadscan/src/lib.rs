@@ -36,9 +36,10 @@ fn path_string(ruby: &Ruby, path: &[u8], like: Value) -> RString {
     s
 }
 
-/// `start(load_path, dlext, threads, cache_dir, env_key, uid, listing, stable_dirs)`:
-/// `cache_dir` nil for no cache; `listing` true for LOADSCAN_VALIDATE=listing. Returns nil, or
-/// why an existing cache could not be used.
+/// `start(load_path, dlext, threads, cache_dir, env_key, uid, listing, stable_dirs, lazy)`:
+/// `cache_dir` nil for no cache; `listing` true for LOADSCAN_VALIDATE=listing; `lazy` false to
+/// list every directory up front (LOADSCAN_LAZY=0). Returns nil, or why an existing cache could
+/// not be used.
 #[allow(clippy::too_many_arguments)]
 fn start(
     load_path: RArray,
@@ -49,8 +50,9 @@ fn start(
     uid: u32,
     listing: bool,
     stable: Vec<String>,
+    lazy: bool,
 ) -> Result<Option<String>, Error> {
-    let mut scan = ScanOptions::default();
+    let mut scan = ScanOptions { eager_depth: if lazy { 0 } else { usize::MAX }, ..ScanOptions::default() };
     let dlext = unsafe { dlext.as_slice() }.to_vec();
     if !dlext.is_empty() {
         scan.dlext = dlext;
@@ -171,13 +173,15 @@ fn stats(ruby: &Ruby) -> Result<Option<RHash>, Error> {
     h.aset(ruby.to_symbol("cache_load_ms"), ms(s.timings.load))?;
     h.aset(ruby.to_symbol("expand_ms"), ms(s.timings.expand))?;
     h.aset(ruby.to_symbol("sync_ms"), ms(s.timings.sync))?;
+    h.aset(ruby.to_symbol("dirs_listed_lazily"), s.lazy.listed)?;
+    h.aset(ruby.to_symbol("lazy_ms"), ms(s.lazy.time))?;
     Ok(Some(h))
 }
 
 #[magnus::init]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let native = ruby.define_module("Loadscan")?.define_module("Native")?;
-    native.define_module_function("start", function!(start, 8))?;
+    native.define_module_function("start", function!(start, 9))?;
     native.define_module_function("save", function!(save, 1))?;
     native.define_module_function("stop", function!(resolver::stop, 0))?;
     native.define_module_function("resolve", function!(resolve, 1))?;

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
-use loadscan_core::index::{Index, Located, Resolution, SyncPolicy, Want};
+use loadscan_core::index::{Index, LazyStats, Located, Resolution, SyncPolicy, Want};
 use loadscan_core::scan::Kind;
-use loadscan_core::scan::ProblemKind;
+use loadscan_core::scan::{ProblemKind, ScanProblem};
 use loadscan_core::store::{self, LoadError, TrustPolicy};
 use rb_sys::VALUE;
 
@@ -180,13 +180,26 @@ impl State {
             self.refreshed_roots += report.refreshed;
         }
         self.fresh_roots += report.fresh;
-        for p in report.problems {
+        self.absorb(report.problems);
+        true
+    }
+
+    /// Keeps problems for `Loadscan.problems` and the next warning.
+    fn absorb(&mut self, problems: Vec<ScanProblem>) {
+        for p in problems {
             if p.kind != ProblemKind::Skipped && self.problems.len() < MAX_PROBLEMS {
                 self.problems.push((p.kind, p.to_string()));
                 UNREPORTED.store(true, Ordering::Relaxed);
             }
         }
-        true
+    }
+
+    /// Takes what lazy listings during the last lookup worked around.
+    fn absorb_lazy(&mut self) {
+        let problems = self.index.take_problems();
+        if !problems.is_empty() {
+            self.absorb(problems);
+        }
     }
 }
 
@@ -207,10 +220,14 @@ fn with_synced<T>(f: impl FnOnce(&mut State) -> T) -> Option<T> {
 /// The index's answer for `feature`, ignoring `$LOADED_FEATURES` (what
 /// `$LOAD_PATH.resolve_feature_path` computes).
 pub fn lookup(feature: &[u8]) -> Answer {
-    with_synced(|s| match s.index.lookup(feature) {
-        Resolution::Found { root, stem, kind } => Answer::Path(s.index.path_of(root, &stem, kind)),
-        Resolution::Missing => Answer::Missing,
-        Resolution::Unknown => Answer::Unknown,
+    with_synced(|s| {
+        let answer = match s.index.lookup(feature) {
+            Resolution::Found { root, stem, kind } => Answer::Path(s.index.path_of(root, &stem, kind)),
+            Resolution::Missing => Answer::Missing,
+            Resolution::Unknown => Answer::Unknown,
+        };
+        s.absorb_lazy();
+        answer
     })
     .unwrap_or(Answer::Unknown)
 }
@@ -283,7 +300,9 @@ pub fn resolve(feature: &[u8]) -> Resolved {
 fn resolve_uncounted(feature: &[u8]) -> Resolved {
     let found = with_synced(|s| {
         let q = s.index.parse(feature)?;
-        let path = match s.index.locate(&q) {
+        let located = s.index.locate(&q);
+        s.absorb_lazy();
+        let path = match located {
             Located::Found(root, kind) => Some((s.index.path_of(root, &q.stem, kind), kind)),
             Located::Missing => None,
             Located::Unknown => return None,
@@ -342,6 +361,7 @@ pub struct Stats {
     pub hits: usize,
     pub deferred: usize,
     pub timings: Timings,
+    pub lazy: LazyStats,
 }
 
 pub fn stats() -> Option<Stats> {
@@ -357,5 +377,6 @@ pub fn stats() -> Option<Stats> {
         hits: HITS.load(Ordering::Relaxed),
         deferred: DEFERRED.load(Ordering::Relaxed),
         timings: s.timings,
+        lazy: s.index.lazy_stats(),
     })
 }
