@@ -145,6 +145,7 @@ fn a_lazy_cache_holds_what_was_listed_and_grows_when_a_later_boot_needs_more() {
     let t = TempTree::new("lazy-cache");
     t.file("app/models/user.rb").file("app/models/admin/role.rb").file("app/unused/z.rb");
     t.file("gems/g/lib/g.rb").file("gems/g/lib/g/a.rb").file("gems/g/lib/g/b/c.rb").file("gems/g/lib/g/b/d.so");
+    t.file("gems/g/lib/g/b/e/f.rb");
     let order = vec![t.path("app"), t.path("gems/g/lib")];
     let p = policy(0, vec![t.path("gems")]);
     let save = |index: &Index| {
@@ -174,6 +175,8 @@ fn a_lazy_cache_holds_what_was_listed_and_grows_when_a_later_boot_needs_more() {
     assert_eq!(second.lazy_stats().listed, 0, "what the first boot listed comes from the cache");
     assert!(!second.is_dirty());
     assert_eq!(answer(&mut second, "g/b/d"), format!("{}/g/b/d.so", order[1].display()));
+    // g/b was deferred in the cache; g/b/e is deferred only in this process until listed.
+    assert_eq!(answer(&mut second, "g/b/e/f"), format!("{}/g/b/e/f.rb", order[1].display()));
     assert_eq!(answer(&mut second, "models/admin/role"), format!("{}/models/admin/role.rb", order[0].display()));
     let listed = second.lazy_stats().listed;
     assert!(listed >= 2, "a feature the cache did not cover is listed on demand ({listed})");
@@ -181,7 +184,7 @@ fn a_lazy_cache_holds_what_was_listed_and_grows_when_a_later_boot_needs_more() {
     let bytes = save(&second);
 
     let mut third = warm(&bytes);
-    for f in ["models/user", "g/a", "g", "g/b/d", "models/admin/role", "g/b/c"] {
+    for f in ["models/user", "g/a", "g", "g/b/d", "models/admin/role", "g/b/c", "g/b/e/f"] {
         let mut fresh = Index::new(b"so");
         fresh.sync(&order, &policy(usize::MAX, vec![]));
         assert_eq!(answer(&mut third, f), answer(&mut fresh, f), "{f}");

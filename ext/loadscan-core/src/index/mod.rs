@@ -312,24 +312,25 @@ impl Index {
         let mut part = list_deferred(&root_path, rel, &self.scan);
         self.problems.append(&mut part.problems);
         self.dirty = true;
+        self.index(id, &part);
+        // The spot says the directory is listed now; a root's own `deferred` list keeps the
+        // name until the cache is written (`records` drops it then).
         let spot = self.spots.entry(rel.into()).or_default();
+        if spot.deferred.contains(id) {
+            spot.deferred.remove(id);
+        } else {
+            // Deferred in the snapshot, which cannot be changed: masked here.
+            spot.listed.insert(id);
+        }
         let root = &mut self.roots[id as usize];
         let target = match root.listing.as_mut() {
-            Some(listing) => {
-                spot.deferred.remove(id);
-                listing.deferred.retain(|d| d != rel);
-                listing
-            }
-            None => {
-                spot.listed.insert(id);
-                root.extra.get_or_insert_with(|| Listing::empty(root_path, RootState::Dir))
-            }
+            Some(listing) => listing,
+            None => root.extra.get_or_insert_with(|| Listing::empty(root_path, RootState::Dir)),
         };
-        target.files.extend(part.files.iter().cloned());
-        target.dirs.extend(part.dirs.iter().cloned());
-        target.blind.extend(part.blind.iter().cloned());
-        target.deferred.extend(part.deferred.iter().cloned());
-        self.index(id, &part);
+        target.files.append(&mut part.files);
+        target.dirs.append(&mut part.dirs);
+        target.blind.append(&mut part.blind);
+        target.deferred.append(&mut part.deferred);
         self.lazy.listed += 1;
         self.lazy.time += started.elapsed();
     }
@@ -470,15 +471,22 @@ impl Index {
             if !on_path && last_used_s < prune_before_s {
                 continue;
             }
+            let still_deferred =
+                |d: &Vec<u8>| self.spots.get(d.as_slice()).is_some_and(|s| s.deferred.contains(id as u32));
             let listing = match (&r.listing, r.base, &self.base) {
-                (Some(l), _, _) => Some(copy(l)),
+                (Some(l), _, _) => {
+                    let mut l = copy(l);
+                    l.deferred.retain(still_deferred);
+                    Some(l)
+                }
                 (None, Some(b), Some(s)) => s.root(b as usize).and_then(|v| s.skeleton(&v)).map(|mut l| {
                     l.files = base_files.get_mut(b as usize).map(std::mem::take).unwrap_or_default();
                     if let Some(extra) = &r.extra {
                         let listed =
                             |d: &Vec<u8>| self.spots.get(d.as_slice()).is_some_and(|s| s.listed.contains(id as u32));
                         l.deferred.retain(|d| !listed(d));
-                        let extra = copy(extra);
+                        let mut extra = copy(extra);
+                        extra.deferred.retain(still_deferred);
                         l.files.extend(extra.files);
                         l.dirs.extend(extra.dirs);
                         l.blind.extend(extra.blind);
@@ -595,10 +603,17 @@ impl Index {
     /// Where a parsed feature is, without copying anything (the hot path of `require`). Lists
     /// the deferred directories the answer depends on first (each at most once per index).
     pub fn locate(&mut self, q: &Query) -> Located {
+        let mut last = None;
         loop {
             match self.step(q) {
                 Step::Done(answer) => return answer,
-                Step::List(id, len) => self.list_now(id, &q.stem[..len]),
+                // Listing a directory always clears its deferral; should it not (a bug), Ruby
+                // answers rather than this loop spinning.
+                Step::List(id, len) if last == Some((id, len)) => return Located::Unknown,
+                Step::List(id, len) => {
+                    self.list_now(id, &q.stem[..len]);
+                    last = Some((id, len));
+                }
             }
         }
     }

@@ -1,6 +1,6 @@
 //! Encoding a snapshot (see the module docs for the layout).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::os::unix::ffi::OsStrExt;
 
 use crate::hash::stable_hash;
@@ -55,19 +55,21 @@ pub(crate) fn home_slot(hash: u64, n_slots: usize) -> usize {
     ((hash as u128 * n_slots as u128) >> 64) as usize
 }
 
-struct Strings {
+/// The string section, each distinct string stored once (stems, directory names and prefixes
+/// overlap a lot).
+struct Strings<'a> {
     bytes: Vec<u8>,
-    seen: HashMap<Vec<u8>, u32>,
+    seen: HashMap<&'a [u8], u32>,
 }
 
-impl Strings {
-    fn add(&mut self, s: &[u8]) -> (u32, u32) {
+impl<'a> Strings<'a> {
+    fn add(&mut self, s: &'a [u8]) -> (u32, u32) {
         if let Some(&off) = self.seen.get(s) {
             return (off, s.len() as u32);
         }
         let off = self.bytes.len() as u32;
         self.bytes.extend_from_slice(s);
-        self.seen.insert(s.to_vec(), off);
+        self.seen.insert(s, off);
         (off, s.len() as u32)
     }
 }
@@ -110,11 +112,19 @@ fn postings(ids: &[u32], overflow: &mut Vec<u32>) -> u32 {
 /// Encodes roots into a complete cache file (header included). `env` identifies the Ruby and
 /// loadscan that may use it.
 pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
-    let mut strings = Strings { bytes: Vec::new(), seen: HashMap::new() };
+    let n_files: usize = roots.iter().map(|r| r.listing.files.len()).sum();
+    let n_spots: usize = roots.iter().map(|r| r.listing.blind.len() + r.listing.deferred.len()).sum();
+    let n_strings = n_files + n_spots + roots.iter().map(|r| r.listing.dirs.len() + 1).sum::<usize>();
+    let mut strings = Strings {
+        bytes: Vec::with_capacity(16 * n_strings),
+        seen: HashMap::with_capacity_and_hasher(n_strings, Default::default()),
+    };
     let (mut root_recs, mut dir_recs, mut spot_recs) = (Vec::new(), Vec::new(), Vec::new());
     // stem -> (rb ids, ext ids); prefix -> (blind ids, deferred ids)
-    let mut feats: HashMap<&[u8], (Vec<u32>, Vec<u32>)> = HashMap::new();
-    let mut prefixes: HashMap<&[u8], (Vec<u32>, Vec<u32>)> = HashMap::new();
+    let mut feats: HashMap<&[u8], (Vec<u32>, Vec<u32>)> =
+        HashMap::with_capacity_and_hasher(n_files, Default::default());
+    let mut prefixes: HashMap<&[u8], (Vec<u32>, Vec<u32>)> =
+        HashMap::with_capacity_and_hasher(n_spots, Default::default());
     let (mut n_dirs, mut n_spots) = (0u32, 0u32);
     for (id, r) in roots.iter().enumerate() {
         let id = id as u32;

@@ -1,0 +1,70 @@
+//! Lazy against eager listing over a recorded boot, for bench/scan.rb.
+//!
+//! ```sh
+//! cargo build --release --example lazy -p loadscan-core
+//! target/release/examples/lazy ROOTS_FILE FEATURES_FILE lazy|eager THREADS REPS
+//! ```
+//!
+//! `ROOTS_FILE`: one absolute directory per line (the boot's load path, in order);
+//! `FEATURES_FILE`: one feature per line, in the order the boot required them. Each repetition
+//! builds a fresh index (`sync`, listing only the entries' own directories when `lazy`), then
+//! looks every feature up, listing deferred directories on demand. Prints one line per
+//! repetition: `sync_ns lookups_ns dirs_listed_lazily answered records_ns encode_ns bytes` (the
+//! last three: writing the cache's records and encoding them).
+use loadscan_core::index::{Index, Resolution, SyncPolicy};
+use loadscan_core::scan::ScanOptions;
+use loadscan_core::store::Validation;
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn lines(path: &str) -> Vec<String> {
+    std::fs::read_to_string(path).expect("readable list").lines().filter(|l| !l.is_empty()).map(String::from).collect()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() != 6 {
+        eprintln!("usage: lazy ROOTS_FILE FEATURES_FILE lazy|eager THREADS REPS");
+        std::process::exit(2);
+    }
+    let roots: Vec<PathBuf> = lines(&args[1]).into_iter().map(PathBuf::from).collect();
+    let features = lines(&args[2]);
+    let eager_depth = if args[3] == "lazy" { 0 } else { usize::MAX };
+    let threads: usize = args[4].parse().expect("THREADS");
+    let reps: usize = args[5].parse().expect("REPS");
+    let scan = ScanOptions { eager_depth, threads, ..ScanOptions::default() };
+    let policy = SyncPolicy { scan, validation: Validation::Mtime, stable: Vec::new() };
+    for _ in 0..reps {
+        let t0 = Instant::now();
+        let mut index = Index::new(b"so");
+        index.sync(&roots, &policy);
+        let sync_ns = t0.elapsed().as_nanos();
+        let t1 = Instant::now();
+        let answered =
+            features.iter().filter(|f| matches!(index.lookup(f.as_bytes()), Resolution::Found { .. })).count();
+        let lookups_ns = t1.elapsed().as_nanos();
+        let t2 = Instant::now();
+        let records = index.records(0, 0);
+        let records_ns = t2.elapsed().as_nanos();
+        if std::env::var_os("LAZY_COUNTS").is_some() {
+            let sum = |f: &dyn Fn(&loadscan_core::scan::Listing) -> usize| {
+                records.iter().map(|r| f(&r.listing)).sum::<usize>()
+            };
+            eprintln!(
+                "files {} dirs {} deferred {} blind {}",
+                sum(&|l| l.files.len()),
+                sum(&|l| l.dirs.len()),
+                sum(&|l| l.deferred.len()),
+                sum(&|l| l.blind.len())
+            );
+        }
+        let t3 = Instant::now();
+        let bytes = loadscan_core::store::encode(&records, b"env");
+        let encode_ns = t3.elapsed().as_nanos();
+        println!(
+            "{sync_ns} {lookups_ns} {} {answered} {records_ns} {encode_ns} {}",
+            index.lazy_stats().listed,
+            bytes.len()
+        );
+    }
+}
