@@ -10,7 +10,9 @@
 # States: cold (empty cache dir), warm (cache dir filled by the previous run), checkout
 # (warm cache, then every file and dir under the fixture's app/ tree touched to a new mtime
 # before each run; loadscan with LOADSCAN_VALIDATE=listing). stock and oracle have no cache:
-# they run in every state's block so each ratio is paired within the same rounds.
+# they run in every state's block so each ratio is paired within the same rounds. The cold
+# block also runs bootsnap_warm (Bootsnap with a cache kept from its warm-up round), so "cold
+# loadscan against warm Bootsnap" is a ratio paired within the same rounds too.
 require "optparse"
 require "etc"
 require "fileutils"
@@ -28,7 +30,15 @@ module Bench
       cache = File.join(OUT_DIR, "cache", fx[:name])
       oracle = Fixtures.ensure_oracle(fx)
       argv = [RUBY, fx[:boot]]
-      VARIANTS.map do |v|
+      extra = []
+      if state == "cold"
+        dir = File.join(cache, "bootsnap-warmref")
+        FileUtils.rm_rf(dir)
+        FileUtils.mkdir_p(dir) # filled by the warm-up round, then kept
+        extra << Variant.new(name: "bootsnap_warm", argv: argv,
+                             env: Fixtures.gem_env(fx).merge("BOOT_PRELUDE" => Fixtures.prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => dir))
+      end
+      extra + VARIANTS.map do |v|
         dir = File.join(cache, "#{v}-#{state}")
         snap = File.join(cache, "#{v}-warm")
         env = {}
@@ -78,17 +88,19 @@ module Bench
           times = Runner.alternate(vs, runs: runs, warmup: 1)
           el = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
           warn format("bench: %-9s %-8s %d runs in %.0fs", name, state, runs, el)
-          VARIANTS.each do |v|
+          times.each_key do |v|
             results << {
               fixture: name, state: state, variant: v, runs: times[v].size,
               median_ms: Stats.median(times[v]) * 1000, times_ms: times[v].map { |t| (t * 1000).round(2) },
               vs_stock: Stats.paired_ratio(times[v], times["stock"]),
               vs_oracle: Stats.paired_ratio(times[v], times["oracle"]),
-              vs_bootsnap: Stats.paired_ratio(times[v], times["bootsnap"])
+              vs_bootsnap: Stats.paired_ratio(times[v], times["bootsnap"]),
+              vs_bootsnap_warm: times["bootsnap_warm"] && Stats.paired_ratio(times[v], times["bootsnap_warm"])
             }
           end
           summary << { fixture: name, state: state,
-                       loadscan_over_bootsnap_overhead: Stats.overhead_ratio(times["loadscan"], times["bootsnap"], times["oracle"]) }
+                       loadscan_over_bootsnap_overhead: Stats.overhead_ratio(times["loadscan"], times["bootsnap"], times["oracle"]),
+                       cold_vs_bootsnap_warm: times["bootsnap_warm"] && Stats.paired_ratio(times["loadscan"], times["bootsnap_warm"]) }
         end
       end
       { results: results, overheads: summary }
@@ -111,6 +123,15 @@ module Bench
          format("%.2f [%.2f–%.2f]", r[:ratio], r[:lo], r[:hi])]
       end
       out << Runner.table(%w[fixture state loadscan−oracle_ms bootsnap−oracle_ms ratio], orows)
+      crows = data[:overheads].select { |o| o[:cold_vs_bootsnap_warm] }.map do |o|
+        med = ->(v) { data[:results].find { |r| r[:fixture] == o[:fixture] && r[:state] == "cold" && r[:variant] == v }[:median_ms] }
+        [o[:fixture], format("%.1f", med.("loadscan")), format("%.1f", med.("bootsnap_warm")), Runner.fmt_ratio(o[:cold_vs_bootsnap_warm])]
+      end
+      unless crows.empty?
+        out << "\n\nCold loadscan (no cache at all) against Bootsnap with a warm cache, paired in the cold block's\n"
+        out << "rounds. Issue target: ratio < 1.\n"
+        out << Runner.table(%w[fixture loadscan_cold_ms bootsnap_warm_ms ratio], crows)
+      end
       out
     end
   end
