@@ -32,11 +32,13 @@ module Bench
       argv = [RUBY, fx[:boot]]
       extra = []
       if state == "cold"
-        dir = File.join(cache, "bootsnap-warmref")
-        FileUtils.rm_rf(dir)
-        FileUtils.mkdir_p(dir) # filled by the warm-up round, then kept
+        # (not named `dir`: the block below must keep a `dir` of its own per variant, which its
+        # `prepare` closures capture)
+        kept = File.join(cache, "bootsnap-warmref")
+        FileUtils.rm_rf(kept)
+        FileUtils.mkdir_p(kept) # filled by the warm-up round, then kept
         extra << Variant.new(name: "bootsnap_warm", argv: argv,
-                             env: Fixtures.gem_env(fx).merge("BOOT_PRELUDE" => Fixtures.prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => dir))
+                             env: Fixtures.gem_env(fx).merge("BOOT_PRELUDE" => Fixtures.prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => kept))
       end
       extra + VARIANTS.map do |v|
         dir = File.join(cache, "#{v}-#{state}")
