@@ -9,6 +9,11 @@
 # in-process around the scan only; every run is a fresh process doing --reps scans, the run's
 # sample is the median of its reps. Runs alternate scanners round by round.
 #
+# A second table replays a recorded boot (the features a stock boot required, in order, from
+# the oracle map) against a fresh index (ext/loadscan-core/examples/lazy.rs): boot_lazy lists
+# each entry's own directory and then only what the lookups need; boot_eager1/2 scan
+# everything first (1 or 2 threads). Time = sync + every lookup.
+#
 # The page cache cannot be dropped here (no root-only drop_caches in containers, and it
 # would not be representative of a boot either): every tree is walked once first, so these
 # are WARM page-cache (dentry/inode cache) numbers.
@@ -21,6 +26,7 @@ require_relative "support/fixtures"
 module Bench
   module Scan
     SCANNERS = %w[c_floor walk1 walk2 serial bootsnap].freeze
+    BOOT_MODES = { "boot_lazy" => %w[lazy 1], "boot_eager1" => %w[eager 1], "boot_eager2" => %w[eager 2] }.freeze
 
     module_function
 
@@ -32,11 +38,11 @@ module Bench
       env = { "PATH" => "#{Dir.home}/.cargo/bin:#{ENV.fetch("PATH", "")}" }
       target = ENV.fetch("CARGO_TARGET_DIR", File.join(ROOT, "target"))
       rust = File.join(target, "release", "examples", "scan")
-      unless system(env, "cargo", "build", "--release", "--quiet", "--example", "scan", "-p", "loadscan-core", chdir: ROOT)
+      unless system(env, "cargo", "build", "--release", "--quiet", "--example", "scan", "--example", "lazy", "-p", "loadscan-core", chdir: ROOT)
         abort("bench: cargo build --release --example scan -p loadscan-core failed") unless File.executable?(rust)
         warn "bench: cargo build failed; using the previously built #{rust} (#{File.mtime(rust)})"
       end
-      { c: cbin, rust: rust }
+      { c: cbin, rust: rust, lazy: File.join(target, "release", "examples", "lazy") }
     end
 
     def roots_file(fx)
@@ -63,9 +69,39 @@ module Bench
       [Stats.median(lines.map(&:first)), lines.first]
     end
 
+    # The features a stock boot required, in order (keys of the oracle map), one per line.
+    def features_file(fx)
+      map = Marshal.load(File.binread(Fixtures.ensure_oracle(fx))) # rubocop:disable Security/MarshalLoad
+      path = File.join(OUT_DIR, "features-#{fx[:name]}.txt")
+      File.write(path, map.keys.join("\n") + "\n")
+      path
+    end
+
+    # Replays the recorded boot: [{fixture:, mode:, median_ms:, dirs_listed:, vs_eager1:}].
+    def run_boot_replay(bins, fx, roots, runs, reps)
+      features = features_file(fx)
+      times = BOOT_MODES.keys.to_h { |m| [m, []] }
+      listed = {}
+      runs.times do |r|
+        BOOT_MODES.keys.rotate(r % BOOT_MODES.size).each do |m|
+          out, err, st = Open3.capture3(bins[:lazy], roots, features, *BOOT_MODES[m], reps.to_s)
+          raise "lazy replay failed: #{err}" unless st.success?
+
+          lines = out.lines.map { |l| l.split.map(&:to_i) }
+          times[m] << Stats.median(lines.map { |l| l[0] + l[1] }) / 1e9
+          listed[m] = lines.first[2]
+        end
+      end
+      BOOT_MODES.keys.map do |m|
+        { fixture: fx[:name], mode: m, median_ms: Stats.median(times[m]) * 1000, dirs_listed_lazily: listed[m],
+          vs_eager1: Stats.paired_ratio(times[m], times["boot_eager1"]), times_ms: times[m].map { |t| (t * 1000).round(3) } }
+      end
+    end
+
     def run(fixtures:, runs:, reps:, regen: false)
       bins = build
       results = []
+      replays = []
       fixtures.each do |name|
         fx = Fixtures.ensure(name, regen: regen)
         roots = roots_file(fx)
@@ -87,19 +123,29 @@ module Bench
                        files_per_ms: tree_files / (med * 1000), vs_c_floor: Stats.paired_ratio(times[s], times["c_floor"]),
                        times_ms: times[s].map { |t| (t * 1000).round(3) }, reported: counts[s] }
         end
+        replays.concat(run_boot_replay(bins, fx, roots, runs, reps)) if name.start_with?("gems-")
         warn "bench: scan #{name} done"
       end
-      results
+      { results: results, replays: replays }
     end
 
-    def report(results)
-      rows = results.map do |r|
+    def report(data)
+      rows = data[:results].map do |r|
         [r[:fixture], r[:scanner], r[:tree_files], format("%.1f", r[:median_ms]), format("%.0f", r[:files_per_ms]),
          r[:scanner] == "c_floor" ? "1" : Runner.fmt_ratio(r[:vs_c_floor])]
       end
-      "Scan of every load-path entry of the fixture (warm page cache). files = regular files in the tree\n" \
-        "(C walker's count); time / C floor with 99% CI (t-interval on paired log ratios)\n" +
-        Runner.table(%w[fixture scanner files median_ms files_per_ms time_vs_c_floor], rows)
+      text = "Scan of every load-path entry of the fixture (warm page cache). files = regular files in the tree\n" \
+             "(C walker's count); time / C floor with 99% CI (t-interval on paired log ratios)\n" +
+             Runner.table(%w[fixture scanner files median_ms files_per_ms time_vs_c_floor], rows)
+      return text if data[:replays].empty?
+
+      rrows = data[:replays].map do |r|
+        [r[:fixture], r[:mode], r[:dirs_listed_lazily], format("%.1f", r[:median_ms]),
+         r[:mode] == "boot_eager1" ? "1" : Runner.fmt_ratio(r[:vs_eager1])]
+      end
+      text + "\n\nA recorded boot replayed on a fresh index: sync + every lookup (lazy: directories listed on\n" \
+             "demand, counted; eager: everything scanned first)\n" +
+        Runner.table(%w[fixture mode dirs_listed_lazily median_ms time_vs_eager1], rrows)
     end
   end
 end
@@ -117,8 +163,8 @@ if $PROGRAM_NAME == __FILE__
   end.parse!
   fixtures = opts[:gems].map { |n| "gems-#{n}" }
   fixtures << "debian" if opts[:debian].nil? ? Bench::Fixtures.debian_available? : opts[:debian]
-  results = Bench::Scan.run(fixtures: fixtures, runs: opts[:runs], reps: opts[:reps], regen: opts[:regen])
-  text = Bench::Scan.report(results)
+  data = Bench::Scan.run(fixtures: fixtures, runs: opts[:runs], reps: opts[:reps], regen: opts[:regen])
+  text = Bench::Scan.report(data)
   puts text
-  puts "\nJSON: #{Bench::Runner.write_json("scan", { results: results, table: text, at: Time.now.utc.to_s, ruby: RUBY_DESCRIPTION })}"
+  puts "\nJSON: #{Bench::Runner.write_json("scan", data.merge(table: text, at: Time.now.utc.to_s, ruby: RUBY_DESCRIPTION))}"
 end

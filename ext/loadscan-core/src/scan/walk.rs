@@ -7,7 +7,13 @@
 //! Loops are cut by checking each directory's `(dev, ino)` against the directories on its own
 //! path (its ancestors), not against every directory seen: a symlink that leads to a directory
 //! listed elsewhere is listed again under its own name, because `require` would find files
-//! through it under that name. A cut loop becomes a blind spot.
+//! through it under that name. A cut loop becomes a blind spot. (A lazy listing of one deferred
+//! directory, [`list_deferred`], has no loop to cut: it goes only as deep as a feature names.)
+//!
+//! With [`ScanOptions::eager_depth`] below the tree's depth, directories deeper than it are not
+//! listed but recorded as deferred; the index lists them one by one when a lookup needs them.
+//! Lazily, a 400-gem app's boot lists about 3,900 of its 23,000 directories, at the same cost
+//! per directory as a full scan (8 µs with a warm dentry cache: `examples/lazy.rs`).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
