@@ -215,15 +215,37 @@ fn hostile_bytes_never_panic() {
     for i in 0..40 {
         t.file(&format!("e{}/d{}/f{i}.rb", i % 3, i % 5));
     }
-    t.file("e0/.skip/x.rb").file("e1/dup.rb").file("e2/dup.rb").file("e2/dup.so");
+    t.file("e0/.skip/x.rb").file("e1/dup.rb").file("e2/dup.rb").file("e2/dup.so").file("e1/d1/deep/er/y.rb");
     let order: Vec<PathBuf> = (0..3).map(|i| t.path(&format!("e{i}"))).collect();
+    // A full listing, and a lazy one where some directories were listed and the rest deferred
+    // (so the prefix table holds both kinds of spot).
     let p = policy(Validation::Mtime, vec![]);
-    let (_, good) = cold(&order, &p, false);
+    let mut lazy_policy = policy(Validation::Mtime, vec![]);
+    lazy_policy.scan.eager_depth = 0;
+    let (_, full) = cold(&order, &p, false);
+    let mut lazy = Index::new(b"so");
+    lazy.sync(&order, &lazy_policy);
+    for f in ["d1/f1", "d2/f2", "d1/deep/er/y"] {
+        let _ = lazy.lookup(f.as_bytes());
+    }
+    assert!(lazy.lazy_stats().listed >= 4);
+    let lazy_bytes = encode(&lazy.records(1_000, 0), ENV);
+    for (good, p) in [(full, &p), (lazy_bytes, &lazy_policy)] {
+        fuzz_cache(&good, &order, p);
+    }
+    let _ = scan_roots(&order, &ScanOptions::default());
+}
+
+/// Feeds truncations, bit flips (with and without a recomputed checksum) and random bytes of
+/// `good` to the loader, then syncs and looks up: nothing may panic.
+fn fuzz_cache(good: &[u8], order: &[PathBuf], p: &SyncPolicy) {
     let probe = |bytes: Vec<u8>| {
         if let Ok(s) = Snapshot::parse(bytes, ENV) {
             let mut index = Index::from_snapshot(b"so", s);
-            index.sync(&order, &p);
-            for f in features(40).iter().map(String::as_str).chain(["dup", "dup.so", ".skip/x", "d1/f1"]) {
+            index.sync(order, p);
+            for f in
+                features(40).iter().map(String::as_str).chain(["dup", "dup.so", ".skip/x", "d1/f1", "d1/deep/er/y"])
+            {
                 let _ = index.lookup(f.as_bytes());
             }
             let _ = index.records(0, 0);
@@ -234,7 +256,7 @@ fn hostile_bytes_never_panic() {
     }
     let mut rng = Rng::new(7);
     for _ in 0..300 {
-        let mut bytes = good.clone();
+        let mut bytes = good.to_vec();
         for _ in 0..1 + rng.below(8) {
             let at = 64 + rng.below(bytes.len() - 64);
             bytes[at] ^= 1 << rng.below(8);
@@ -248,7 +270,6 @@ fn hostile_bytes_never_panic() {
     for n in [0usize, 1, 64, 100, 4096] {
         probe((0..n).map(|_| rng.next() as u8).collect());
     }
-    let _ = scan_roots(&order, &ScanOptions::default());
 }
 
 /// A cache big enough to be read into the prefaulted mapping (Linux), loaded from disk.
