@@ -173,7 +173,6 @@ class CacheTest < Minitest::Test
     {
       "truncated" => ->(f) { File.binwrite(f, File.binread(f)[0, 100]) },
       "random bytes" => ->(f) { File.binwrite(f, Random.new(1).bytes(5000)) },
-      "wrong version" => ->(f) { b = File.binread(f); b[8] = 99.chr; File.binwrite(f, b) },
       "corrupted body" => ->(f) { b = File.binread(f); b[-10] = (b[-10].ord ^ 0xff).chr; File.binwrite(f, b) },
       "directory" => ->(f) { File.delete(f); Dir.mkdir(f) },
       "fifo" => ->(f) { File.delete(f); system("mkfifo", f, exception: true) },
@@ -191,6 +190,31 @@ class CacheTest < Minitest::Test
         run = boot(lp, cache, quiet: false, env: { "LOADSCAN_READONLY" => "1" })
         assert_equal 1, run.stderr.scan(/loadscan: .*cache/).size, "#{name}: #{run.stderr}"
         assert_operator run.report["stats"][:roots_scanned], :>=, 2, name
+      end
+    end
+  end
+
+  # Written by another cache format, or by another Ruby or loadscan (its environment key differs;
+  # the checksum is recomputed so only the key is wrong): rebuilt without a warning.
+  def test_an_outdated_cache_is_rebuilt_quietly
+    require "zlib"
+    outdated = {
+      "format version" => ->(b) { b[8] = 99.chr },
+      "environment key" => lambda do |b|
+        b[64] = (b[64].ord ^ 1).chr
+        b[24, 4] = [Zlib.crc32(b[64..])].pack("V")
+      end,
+    }
+    outdated.each do |name, change|
+      with_app do |_dir, lp, cache|
+        boot(lp, cache)
+        file = File.join(cache, "index")
+        bytes = File.binread(file)
+        change.call(bytes)
+        File.binwrite(file, bytes)
+        run = boot(lp, cache) # quiet: no warning
+        assert_operator run.report["stats"][:roots_scanned], :>=, 2, name
+        assert_operator boot(lp, cache).report["stats"][:roots_from_cache], :>=, 2, "#{name}: rewritten at exit"
       end
     end
   end

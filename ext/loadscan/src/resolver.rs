@@ -90,7 +90,9 @@ pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<C
             let trust = TrustPolicy { uid: c.uid };
             match without_gvl(|| store::load(&path, &c.env, trust)) {
                 Ok(snapshot) => (Index::from_snapshot(dlext, snapshot), None),
-                Err(LoadError::Missing) => (Index::new(dlext), None),
+                // No cache yet, or one from another loadscan or Ruby (an upgrade): nothing is
+                // wrong, the boot lists what it needs and the file is rewritten at exit.
+                Err(LoadError::Missing | LoadError::Stale(_)) => (Index::new(dlext), None),
                 Err(e) => (Index::new(dlext), Some(format!("{e}: {}; scanning instead", path.display()))),
             }
         }
