@@ -33,7 +33,11 @@ variants << Variant.new(name: "loadscan (warm)", argv: argv,
 
 variants.each { |v| v.env = Fixtures.gem_env(fx).merge(v.env) }
 times = Runner.alternate(variants, runs: RUNS, warmup: 1,
-                         progress: ->(r, n) { $stderr.print "\rdemo: round #{r}/#{n}"; $stderr.puts if r == n })
+                         progress: lambda { |r, n|
+                           # one line redrawn on a terminal, a line per round in a log
+                           $stderr.tty? ? $stderr.print("\rdemo: round #{r}/#{n}") : $stderr.puts("demo: round #{r}/#{n}")
+                           $stderr.puts if r == n && $stderr.tty?
+                         })
 stock = times["stock Ruby"]
 rows = variants.map do |v|
   r = Stats.paired_ratio(times[v.name], stock)
