@@ -11,7 +11,9 @@ module Loadscan
   #   LOADSCAN_READONLY=1         use the cache, never write it (CI workers sharing one)
   #   LOADSCAN_THREADS=N          scanner threads (default: the CPU count, at most 8)
   #   LOADSCAN_LAZY=0             list every directory of every entry up front instead of only
-  #                               the entries' own, and the rest as requires reach them
+  #                               the entries' own, and the rest as requires reach them (entries
+  #                               served from a cache that a lazy boot wrote keep their deferred
+  #                               directories, listed whole when first needed)
   #   LOADSCAN_STABLE_DIRS=A:B    more directories holding installed, never-edited code (besides
   #                               Gem.path, Bundler's path and Ruby's own), checked with one stat
   #                               per load-path entry instead of one per directory
