@@ -4,12 +4,16 @@
 #
 # The table of contents, in load order:
 require_relative "loadscan/version"
-require_relative "loadscan/error"
 require_relative "loadscan/native"
 require_relative "loadscan/config"
-require_relative "loadscan/warnings"
 
 module Loadscan
+  # Loaded when first referenced: a boot that raises and warns nothing (nearly all of them)
+  # does not compile them.
+  autoload :Error, File.expand_path("loadscan/error", __dir__)
+  autoload :ConfigError, File.expand_path("loadscan/error", __dir__)
+  autoload :Warnings, File.expand_path("loadscan/warnings", __dir__)
+
   class << self
     # The configuration in effect after setup (nil before).
     attr_reader :config
