@@ -30,16 +30,7 @@ module Bench
       cache = File.join(OUT_DIR, "cache", fx[:name])
       oracle = Fixtures.ensure_oracle(fx)
       argv = [RUBY, fx[:boot]]
-      extra = []
-      if state == "cold"
-        # (not named `dir`: the block below must keep a `dir` of its own per variant, which its
-        # `prepare` closures capture)
-        kept = File.join(cache, "bootsnap-warmref")
-        FileUtils.rm_rf(kept)
-        FileUtils.mkdir_p(kept) # filled by the warm-up round, then kept
-        extra << Variant.new(name: "bootsnap_warm", argv: argv,
-                             env: Fixtures.gem_env(fx).merge("BOOT_PRELUDE" => Fixtures.prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => kept))
-      end
+      extra = state == "cold" ? [bootsnap_warm(fx, cache, argv)] : []
       extra + VARIANTS.map do |v|
         dir = File.join(cache, "#{v}-#{state}")
         snap = File.join(cache, "#{v}-warm")
@@ -47,7 +38,7 @@ module Bench
         prepare = nil
         case v
         when "bootsnap"
-          env = { "BOOT_PRELUDE" => Fixtures.prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => dir }
+          env = bootsnap_env(dir)
         when "loadscan"
           env = { "BOOT_PRELUDE" => Fixtures.prelude("loadscan"), "LOADSCAN_CACHE_DIR" => dir }
           env["LOADSCAN_VALIDATE"] = "listing" if state == "checkout"
@@ -77,6 +68,19 @@ module Bench
         end
         Variant.new(name: v, env: Fixtures.gem_env(fx).merge(env), argv: argv, prepare: prepare)
       end
+    end
+
+    def bootsnap_env(dir)
+      { "BOOT_PRELUDE" => Fixtures.prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => dir }
+    end
+
+    # Bootsnap with a cache filled by the warm-up round and then kept: run in the cold block, so
+    # that cold loadscan against warm Bootsnap is paired within the same rounds.
+    def bootsnap_warm(fx, cache, argv)
+      dir = File.join(cache, "bootsnap-warmref")
+      FileUtils.rm_rf(dir)
+      FileUtils.mkdir_p(dir)
+      Variant.new(name: "bootsnap_warm", argv: argv, env: Fixtures.gem_env(fx).merge(bootsnap_env(dir)))
     end
 
     def run(fixtures:, states:, runs:, regen: false)

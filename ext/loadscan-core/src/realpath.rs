@@ -6,14 +6,16 @@
 //! each distinct directory costs one `lstat`, instead of a `readlink` per component per entry
 //! as `realpath(3)` makes. A component that is a symlink is resolved by `realpath(3)` itself.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::path::{Component, Path, PathBuf};
 
 /// Memoized realpaths (valid for the life of the process: loadscan assumes the directories
 /// above load-path entries are not re-linked while it runs).
 #[derive(Default)]
 pub struct RealPaths {
-    memo: HashMap<PathBuf, Option<PathBuf>>,
+    /// Every path resolved so far (each poll of a changed `$LOAD_PATH` looks every entry up here,
+    /// so the hash is the fast one).
+    memo: FxHashMap<PathBuf, Option<PathBuf>>,
 }
 
 /// `path` with `.`, `..` and repeated separators folded textually (what Ruby's

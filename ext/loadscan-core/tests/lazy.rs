@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Rng, TempTree};
+use common::TempTree;
 use loadscan_core::index::{Index, Resolution, SyncPolicy};
 use loadscan_core::scan::ScanOptions;
 use loadscan_core::store::{encode, Snapshot, Validation};
@@ -38,47 +38,14 @@ fn brute_force(order: &[PathBuf], feature: &str) -> String {
     stem_rb.or(stem_so).unwrap_or_else(|| "missing".into())
 }
 
-/// A random tree over three entries with shared names (so entries shadow each other), deep
-/// directories, symlinks to directories (loops included) and dangling links. Returns the
-/// entries and every feature worth asking for.
+/// A random tree with deep directories, shared names, loops and dangling links, and every
+/// feature worth asking for: each path tried, and one name below it.
 fn random_tree(t: &TempTree, seed: u64) -> (Vec<PathBuf>, Vec<String>) {
     let names = ["a", "b", "c", "core_ext", "x-y", ".dot", "node_modules", "z.rb"];
-    let exts = [".rb", ".so", ".txt", ""];
-    let mut rng = Rng::new(seed);
-    let mut dirs = vec![String::from("e0"), String::from("e1"), String::from("e2")];
-    for d in &dirs {
-        t.dir(d);
-    }
-    let mut features = Vec::new();
-    for _ in 0..150 {
-        let parent = rng.pick(&dirs).clone();
-        let name = rng.pick(&names);
-        let p = format!("{parent}/{name}");
-        let rel = p.split_once('/').unwrap().1.to_string();
-        features.push(rel.clone());
-        features.push(format!("{rel}/{}", rng.pick(&names)));
-        if t.path(&p).symlink_metadata().is_ok() {
-            continue;
-        }
-        match rng.below(12) {
-            0..=3 => {
-                t.dir(&p);
-                dirs.push(p);
-            }
-            4 => {
-                let target = rng.pick(&dirs).clone();
-                t.link(&p, t.path(&target).to_str().unwrap());
-            }
-            5 => {
-                t.link(&p, "../missing");
-            }
-            _ => {
-                t.file(&format!("{p}{}", rng.pick(&exts)));
-            }
-        }
-    }
-    let order = ["e0", "e1", "e2", "nope"].iter().map(|r| t.path(r)).collect();
-    (order, features)
+    let (order, tried) = common::random_tree(t, seed, &names, &[".rb", ".so", ".txt", ""], 150, (4, 12));
+    let features =
+        tried.iter().enumerate().flat_map(|(i, rel)| [rel.clone(), format!("{rel}/{}", names[i % names.len()])]);
+    (order, features.collect())
 }
 
 #[test]

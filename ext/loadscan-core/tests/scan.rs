@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{Rng, TempTree};
+use common::{random_tree, TempTree};
 use loadscan_core::scan::{scan_roots, scan_serial, FileEntry, Kind, Listing, ProblemKind, RootState, ScanOptions};
 use std::path::PathBuf;
 
@@ -143,37 +143,8 @@ fn random_trees_agree_with_the_oracle() {
     let names = ["a", "b", "c", "café", "日本", "with space", "x-y", ".dot", "node_modules", "z.rb"];
     let exts = [".rb", ".so", ".o", ".txt", ""];
     for seed in 0..25 {
-        let mut rng = Rng::new(seed);
         let t = TempTree::new("random");
-        let mut dirs = vec![String::from("e0"), String::from("e1"), String::from("e2")];
-        for d in &dirs {
-            t.dir(d);
-        }
-        for _ in 0..120 {
-            let parent = rng.pick(&dirs).clone();
-            let name = rng.pick(&names);
-            let p = format!("{parent}/{name}");
-            if t.path(&p).symlink_metadata().is_ok() {
-                continue;
-            }
-            match rng.below(10) {
-                0..=2 => {
-                    t.dir(&p);
-                    dirs.push(p);
-                }
-                3 => {
-                    let target = rng.pick(&dirs).clone();
-                    t.link(&p, t.path(&target).to_str().unwrap());
-                }
-                4 => {
-                    t.link(&p, "../missing");
-                }
-                _ => {
-                    t.file(&format!("{p}{}", rng.pick(&exts)));
-                }
-            }
-        }
-        let roots: Vec<PathBuf> = ["e0", "e1", "e2", "nope"].iter().map(|r| t.path(r)).collect();
+        let (roots, _) = random_tree(&t, seed, &names, &exts, 120, (3, 10));
         scan_all_ways(&roots);
     }
 }

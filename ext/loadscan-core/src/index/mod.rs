@@ -307,25 +307,25 @@ impl Index {
     /// Lists the deferred directory `rel` of root `id` and adds what it holds.
     fn list_now(&mut self, id: RootId, rel: &[u8]) {
         let started = std::time::Instant::now();
-        let root_path =
-            PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&self.roots[id as usize].path));
-        let mut part = list_deferred(&root_path, rel, &self.scan);
+        let root_path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&self.roots[id as usize].path);
+        let mut part = list_deferred(Path::new(root_path), rel, &self.scan);
         self.problems.append(&mut part.problems);
         self.dirty = true;
         self.index(id, &part);
         // The spot says the directory is listed now; a root's own `deferred` list keeps the
         // name until the cache is written (`records` drops it then).
-        let spot = self.spots.entry(rel.into()).or_default();
-        if spot.deferred.contains(id) {
-            spot.deferred.remove(id);
-        } else {
+        match self.spots.get_mut(rel) {
+            Some(spot) if spot.deferred.contains(id) => spot.deferred.remove(id),
             // Deferred in the snapshot, which cannot be changed: masked here.
-            spot.listed.insert(id);
+            Some(spot) => spot.listed.insert(id),
+            None => {
+                self.spots.insert(rel.into(), Spots { listed: IdList::One(id), ..Spots::default() });
+            }
         }
         let root = &mut self.roots[id as usize];
         let target = match root.listing.as_mut() {
             Some(listing) => listing,
-            None => root.extra.get_or_insert_with(|| Listing::empty(root_path, RootState::Dir)),
+            None => root.extra.get_or_insert_with(|| Listing::empty(part.root.clone(), RootState::Dir)),
         };
         target.files.append(&mut part.files);
         target.dirs.append(&mut part.dirs);

@@ -16,10 +16,10 @@ pub(crate) const MANY: u32 = 0x8000_0000;
 pub(crate) const ROOT_REC: usize = 44;
 pub(crate) const DIR_REC: usize = 48;
 pub(crate) const SPOT_REC: usize = 12;
-pub(crate) const FEAT_REC: usize = 16;
-pub(crate) const PREFIX_REC: usize = 16;
+/// A record of a hashed table (features, prefixes): key offset and length, two posting values.
+pub(crate) const KEYED_REC: usize = 16;
 pub(crate) const COUNTS: usize = 36;
-/// Spot kinds in a root's spot records.
+/// Spot kinds in a root's spot records; also which posting of a prefix record names the root.
 pub(crate) const SPOT_BLIND: u32 = 0;
 pub(crate) const SPOT_DEFERRED: u32 = 1;
 
@@ -96,6 +96,26 @@ fn slot_table(keys: &[&[u8]]) -> Vec<u32> {
     slots
 }
 
+/// Key -> two lists of root ids: (`.rb`, extension) for stems, (blind, deferred) for prefixes.
+type Keyed<'a> = HashMap<&'a [u8], [Vec<u32>; 2]>;
+
+/// A hashed table of `keyed`, sorted by key: its records and its slots. Posting lists of more
+/// than one id go to `overflow`.
+fn keyed_table<'a>(keyed: Keyed<'a>, strings: &mut Strings<'a>, overflow: &mut Vec<u32>) -> (Vec<u8>, Vec<u32>) {
+    let mut list: Vec<_> = keyed.into_iter().collect();
+    list.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let slots = slot_table(&list.iter().map(|e| e.0).collect::<Vec<_>>());
+    let mut recs = Vec::with_capacity(list.len() * KEYED_REC);
+    for (key, [first, second]) in &list {
+        let (o, n) = strings.add(key);
+        put32(&mut recs, o);
+        put32(&mut recs, n);
+        put32(&mut recs, postings(first, overflow));
+        put32(&mut recs, postings(second, overflow));
+    }
+    (recs, slots)
+}
+
 fn postings(ids: &[u32], overflow: &mut Vec<u32>) -> u32 {
     match ids {
         [] => NONE,
@@ -120,11 +140,8 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
         seen: HashMap::with_capacity_and_hasher(n_strings, Default::default()),
     };
     let (mut root_recs, mut dir_recs, mut spot_recs) = (Vec::new(), Vec::new(), Vec::new());
-    // stem -> (rb ids, ext ids); prefix -> (blind ids, deferred ids)
-    let mut feats: HashMap<&[u8], (Vec<u32>, Vec<u32>)> =
-        HashMap::with_capacity_and_hasher(n_files, Default::default());
-    let mut prefixes: HashMap<&[u8], (Vec<u32>, Vec<u32>)> =
-        HashMap::with_capacity_and_hasher(n_spots, Default::default());
+    let mut feats: Keyed = HashMap::with_capacity_and_hasher(n_files, Default::default());
+    let mut prefixes: Keyed = HashMap::with_capacity_and_hasher(n_spots, Default::default());
     let (mut n_dirs, mut n_spots) = (0u32, 0u32);
     for (id, r) in roots.iter().enumerate() {
         let id = id as u32;
@@ -151,11 +168,11 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
         }
         // A root's files are not stored apart: they are the features whose postings name it.
         for f in &l.files {
-            let e = feats.entry(f.stem.as_slice()).or_default();
-            match f.kind {
-                Kind::Rb => e.0.push(id),
-                Kind::Ext => e.1.push(id),
-            }
+            let which = match f.kind {
+                Kind::Rb => 0,
+                Kind::Ext => 1,
+            };
+            feats.entry(f.stem.as_slice()).or_default()[which].push(id);
         }
         for (list, kind) in [(&l.blind, SPOT_BLIND), (&l.deferred, SPOT_DEFERRED)] {
             for b in list {
@@ -163,12 +180,7 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
                 put32(&mut spot_recs, o);
                 put32(&mut spot_recs, n);
                 put32(&mut spot_recs, kind);
-                let e = prefixes.entry(b.as_slice()).or_default();
-                if kind == SPOT_BLIND {
-                    e.0.push(id)
-                } else {
-                    e.1.push(id)
-                }
+                prefixes.entry(b.as_slice()).or_default()[kind as usize].push(id);
             }
         }
         n_dirs += l.dirs.len() as u32;
@@ -176,28 +188,9 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
     }
 
     let mut overflow: Vec<u32> = Vec::new();
-    let mut feat_list: Vec<_> = feats.into_iter().collect();
-    feat_list.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let slots = slot_table(&feat_list.iter().map(|f| f.0).collect::<Vec<_>>());
-    let mut feat_recs = Vec::with_capacity(feat_list.len() * FEAT_REC);
-    for (stem, (rb, ext)) in &feat_list {
-        let (o, n) = strings.add(stem);
-        put32(&mut feat_recs, o);
-        put32(&mut feat_recs, n);
-        put32(&mut feat_recs, postings(rb, &mut overflow));
-        put32(&mut feat_recs, postings(ext, &mut overflow));
-    }
-    let mut prefix_list: Vec<_> = prefixes.into_iter().collect();
-    prefix_list.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let prefix_slots = slot_table(&prefix_list.iter().map(|p| p.0).collect::<Vec<_>>());
-    let mut prefix_recs = Vec::with_capacity(prefix_list.len() * PREFIX_REC);
-    for (prefix, (blind, deferred)) in &prefix_list {
-        let (o, n) = strings.add(prefix);
-        put32(&mut prefix_recs, o);
-        put32(&mut prefix_recs, n);
-        put32(&mut prefix_recs, postings(blind, &mut overflow));
-        put32(&mut prefix_recs, postings(deferred, &mut overflow));
-    }
+    let (n_feats, n_prefixes) = (feats.len(), prefixes.len());
+    let (feat_recs, slots) = keyed_table(feats, &mut strings, &mut overflow);
+    let (prefix_recs, prefix_slots) = keyed_table(prefixes, &mut strings, &mut overflow);
 
     let mut body = Vec::new();
     body.extend_from_slice(env);
@@ -205,10 +198,10 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
         roots.len() as u32,
         n_dirs,
         n_spots,
-        feat_list.len() as u32,
+        n_feats as u32,
         slots.len() as u32,
         overflow.len() as u32,
-        prefix_list.len() as u32,
+        n_prefixes as u32,
         prefix_slots.len() as u32,
         strings.bytes.len() as u32,
     ] {

@@ -107,10 +107,10 @@ impl Snapshot {
         let roots = section(n_roots, ROOT_REC)?;
         let dirs = section(n_dirs, DIR_REC)?;
         let spots = section(n_spots, SPOT_REC)?;
-        let feats = section(n_feats, FEAT_REC)?;
+        let feats = section(n_feats, KEYED_REC)?;
         let slots = section(n_slots, 4)?;
         let ids = section(n_ids, 4)?;
-        let prefixes = section(n_prefixes, PREFIX_REC)?;
+        let prefixes = section(n_prefixes, KEYED_REC)?;
         let prefix_slots = section(n_prefix_slots, 4)?;
         let strings = section(strings_len, 1)?;
         if at != bytes.len() {
@@ -251,8 +251,8 @@ impl Snapshot {
     pub fn files_by_root(&self, only: Option<u32>) -> Vec<Vec<FileEntry>> {
         let mut out: Vec<Vec<FileEntry>> = vec![Vec::new(); if only.is_some() { 1 } else { self.n_roots }];
         for i in 0..self.n_feats {
-            let f = self.feats + i * FEAT_REC;
-            let (Some(stem), Some(rb), Some(ext)) = (self.string_at(f), self.u32(f + 8), self.u32(f + 12)) else {
+            let f = self.feats + i * KEYED_REC;
+            let (Some(stem), Some((rb, ext))) = (self.string_at(f), self.postings_at(f)) else {
                 continue;
             };
             for (posting, kind) in [(rb, Kind::Rb), (ext, Kind::Ext)] {
@@ -296,10 +296,14 @@ impl Snapshot {
         None
     }
 
+    /// The two posting values of a keyed record.
+    fn postings_at(&self, rec: usize) -> Option<(u32, u32)> {
+        Some((self.u32(rec + 8)?, self.u32(rec + 12)?))
+    }
+
     /// Posting values of a feature stem: (roots with `stem.rb`, roots with the extension).
     pub fn lookup(&self, stem: &[u8]) -> Option<(u32, u32)> {
-        let f = self.probe((self.feats, self.n_feats, FEAT_REC), (self.slots, self.n_slots), stem)?;
-        Some((self.u32(f + 8)?, self.u32(f + 12)?))
+        self.postings_at(self.probe((self.feats, self.n_feats, KEYED_REC), (self.slots, self.n_slots), stem)?)
     }
 
     /// Posting values of a directory prefix: (roots with a blind spot there, roots where it is
@@ -308,9 +312,11 @@ impl Snapshot {
         if self.n_prefixes == 0 {
             return None;
         }
-        let p =
-            self.probe((self.prefixes, self.n_prefixes, PREFIX_REC), (self.prefix_slots, self.n_prefix_slots), prefix)?;
-        Some((self.u32(p + 8)?, self.u32(p + 12)?))
+        self.postings_at(self.probe(
+            (self.prefixes, self.n_prefixes, KEYED_REC),
+            (self.prefix_slots, self.n_prefix_slots),
+            prefix,
+        )?)
     }
 
     /// Whether any root has a blind spot or a deferred directory.

@@ -83,6 +83,54 @@ impl Rng {
     }
 }
 
+/// A random tree over the entries `e0`, `e1` and `e2` of `t`, which share `names` (so entries
+/// shadow each other): in `steps` steps, a name under a random directory made so far becomes, one
+/// time in `odds.1`, a directory (`odds.0` times), a symlink to a directory (loops included), a
+/// dangling symlink, or else a file with one of `exts`. Returns the load path (the three entries
+/// and a missing one) and every path tried, relative to its entry.
+pub fn random_tree(
+    t: &TempTree,
+    seed: u64,
+    names: &[&str],
+    exts: &[&str],
+    steps: usize,
+    odds: (usize, usize),
+) -> (Vec<PathBuf>, Vec<String>) {
+    let mut rng = Rng::new(seed);
+    let mut dirs = vec![String::from("e0"), String::from("e1"), String::from("e2")];
+    for d in &dirs {
+        t.dir(d);
+    }
+    let mut tried = Vec::new();
+    for _ in 0..steps {
+        let parent = rng.pick(&dirs).clone();
+        let name = rng.pick(names);
+        let p = format!("{parent}/{name}");
+        tried.push(p.split_once('/').map_or(String::new(), |(_, rel)| rel.to_string()));
+        if t.path(&p).symlink_metadata().is_ok() {
+            continue;
+        }
+        let (dir_odds, of) = odds;
+        match rng.below(of) {
+            k if k < dir_odds => {
+                t.dir(&p);
+                dirs.push(p);
+            }
+            k if k == dir_odds => {
+                let target = rng.pick(&dirs).clone();
+                t.link(&p, t.path(&target).to_str().unwrap());
+            }
+            k if k == dir_odds + 1 => {
+                t.link(&p, "../missing");
+            }
+            _ => {
+                t.file(&format!("{p}{}", rng.pick(exts)));
+            }
+        }
+    }
+    (["e0", "e1", "e2", "nope"].iter().map(|r| t.path(r)).collect(), tried)
+}
+
 pub fn is_root() -> bool {
     // SAFETY-free: read from /proc, which every Linux test machine has.
     std::fs::read_to_string("/proc/self/status")
