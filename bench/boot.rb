@@ -6,7 +6,9 @@
 #                      [--states cold,warm,checkout] [--quick] [--regen]
 #
 # Variants (BOOT_PRELUDE files in bench/preludes/): stock (none), bootsnap (load-path cache
-# only), loadscan (lib/loadscan/setup.rb), oracle (recorded feature→path map: the floor).
+# only), loadscan (lib/loadscan/setup.rb), oracle (recorded feature→path map: the floor, above
+# RubyGems as Bootsnap sits), oracle_rubygems (the same map below RubyGems, where loadscan sits:
+# the floor of a cache that keeps RubyGems' own work, default-gem activation included).
 # States: cold (empty cache dir), warm (cache dir filled by the previous run), checkout
 # (warm cache, then every file and dir under the fixture's app/ tree touched to a new mtime
 # before each run; loadscan with LOADSCAN_VALIDATE=listing). stock and oracle have no cache:
@@ -21,7 +23,9 @@ require_relative "support/fixtures"
 
 module Bench
   module Boot
-    VARIANTS = %w[stock bootsnap loadscan oracle].freeze
+    VARIANTS = %w[stock bootsnap loadscan oracle oracle_rubygems].freeze
+    # The two floors, and what each overhead table calls them.
+    FLOORS = %w[oracle oracle_rubygems].freeze
     STATES = %w[cold warm checkout].freeze
 
     module_function
@@ -42,8 +46,9 @@ module Bench
         when "loadscan"
           env = { "BOOT_PRELUDE" => Fixtures.prelude("loadscan"), "LOADSCAN_CACHE_DIR" => dir }
           env["LOADSCAN_VALIDATE"] = "listing" if state == "checkout"
-        when "oracle"
+        when "oracle", "oracle_rubygems"
           env = { "BOOT_PRELUDE" => Fixtures.prelude("oracle"), "BENCH_ORACLE_MAP" => oracle }
+          env["BENCH_ORACLE_BELOW"] = "rubygems" if v == "oracle_rubygems"
         end
         if %w[bootsnap loadscan].include?(v)
           case state
@@ -100,12 +105,15 @@ module Bench
               median_ms: Stats.median(times[v]) * 1000, times_ms: times[v].map { |t| (t * 1000).round(2) },
               vs_stock: Stats.paired_ratio(times[v], times["stock"]),
               vs_oracle: Stats.paired_ratio(times[v], times["oracle"]),
+              vs_oracle_rubygems: Stats.paired_ratio(times[v], times["oracle_rubygems"]),
               vs_bootsnap: Stats.paired_ratio(times[v], times["bootsnap"]),
               vs_bootsnap_warm: times["bootsnap_warm"] && Stats.paired_ratio(times[v], times["bootsnap_warm"])
             }
           end
           summary << { fixture: name, state: state,
                        loadscan_over_bootsnap_overhead: Stats.overhead_ratio(times["loadscan"], times["bootsnap"], times["oracle"]),
+                       loadscan_over_bootsnap_overhead_rubygems:
+                         Stats.overhead_ratio(times["loadscan"], times["bootsnap"], times["oracle_rubygems"]),
                        cold_vs_bootsnap_warm: times["bootsnap_warm"] && Stats.paired_ratio(times["loadscan"], times["bootsnap_warm"]) }
         end
       end
@@ -117,18 +125,22 @@ module Bench
         [r[:fixture], r[:state], r[:variant], format("%.1f", r[:median_ms]),
          r[:variant] == "stock" ? "1" : Runner.fmt_ratio(r[:vs_stock]),
          r[:variant] == "oracle" ? "1" : Runner.fmt_ratio(r[:vs_oracle]),
+         r[:variant] == "oracle_rubygems" ? "1" : Runner.fmt_ratio(r[:vs_oracle_rubygems]),
          r[:variant] == "bootsnap" ? "1" : Runner.fmt_ratio(r[:vs_bootsnap])]
       end
       out = +"Median boot wall time (ms) and paired ratios, 99% CI in brackets (t-interval on log ratios)\n"
-      out << Runner.table(%w[fixture state variant median_ms vs_stock vs_oracle vs_bootsnap], rows) << "\n\n"
-      out << "Overhead above the oracle, loadscan relative to Bootsnap: (loadscan−oracle)/(bootsnap−oracle),\n"
-      out << "99% CI by paired bootstrap. Issue target: ≤ 0.10.\n"
-      orows = data[:overheads].map do |o|
-        r = o[:loadscan_over_bootsnap_overhead]
-        [o[:fixture], o[:state], format("%.1f", r[:overhead_ms]), format("%.1f", r[:ref_overhead_ms]),
-         format("%.2f [%.2f–%.2f]", r[:ratio], r[:lo], r[:hi])]
+      out << Runner.table(%w[fixture state variant median_ms vs_stock vs_oracle vs_oracle_rubygems vs_bootsnap], rows) << "\n\n"
+      out << "Overhead above each floor, loadscan relative to Bootsnap: (loadscan−floor)/(bootsnap−floor),\n"
+      out << "99% CI by paired bootstrap. Issue target: ≤ 0.10. oracle sits above RubyGems (as Bootsnap does,\n"
+      out << "skipping RubyGems' default-gem activation); oracle_rubygems sits below it (as loadscan does).\n"
+      orows = data[:overheads].flat_map do |o|
+        FLOORS.map do |floor|
+          r = o[floor == "oracle" ? :loadscan_over_bootsnap_overhead : :loadscan_over_bootsnap_overhead_rubygems]
+          [o[:fixture], o[:state], floor, format("%.1f", r[:overhead_ms]), format("%.1f", r[:ref_overhead_ms]),
+           format("%.2f [%.2f–%.2f]", r[:ratio], r[:lo], r[:hi])]
+        end
       end
-      out << Runner.table(%w[fixture state loadscan−oracle_ms bootsnap−oracle_ms ratio], orows)
+      out << Runner.table(%w[fixture state floor loadscan−floor_ms bootsnap−floor_ms ratio], orows)
       crows = data[:overheads].select { |o| o[:cold_vs_bootsnap_warm] }.map do |o|
         med = ->(v) { data[:results].find { |r| r[:fixture] == o[:fixture] && r[:state] == "cold" && r[:variant] == v }[:median_ms] }
         [o[:fixture], format("%.1f", med.("loadscan")), format("%.1f", med.("bootsnap_warm")), Runner.fmt_ratio(o[:cold_vs_bootsnap_warm])]

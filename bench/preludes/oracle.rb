@@ -5,26 +5,43 @@
 # require. A feature this prelude already required successfully returns false at once (as
 # Bootsnap's loaded-features index does: Rails re-requires thousands of loaded features).
 # No scan, no validation: it is only right because the tree did not change.
+#
+# Where it sits (BENCH_ORACLE_BELOW):
+# - unset: on `Kernel#require`, above RubyGems, as Bootsnap does. RubyGems then only ever sees
+#   absolute paths, so it never activates the default gem a feature belongs to (`require "set"`
+#   leaves `Gem.loaded_specs["set"]` unset), and a known feature skips RubyGems' `require`
+#   altogether;
+# - "rubygems": on `Kernel#gem_original_require`, below RubyGems, where loadscan sits. RubyGems'
+#   `require` runs for every feature exactly as in a stock boot (default-gem activation
+#   included): the floor of a cache that changes nothing but the search.
 BENCH_ORACLE_MAP = Marshal.load(File.binread(ENV.fetch("BENCH_ORACLE_MAP")))
 BENCH_ORACLE_DONE = {}
-module Kernel
-  module_function
+module BenchOracle
+  BODY = <<~'RUBY'
+    def %<name>s(feature)
+      return false if BENCH_ORACLE_DONE[feature]
 
-  alias_method :bench_oracle_original_require, :require
-  class << self
-    alias_method :bench_oracle_original_require, :require
-  end
+      path = BENCH_ORACLE_MAP[feature]
+      if path
+        r = bench_oracle_original_%<name>s(path)
+        BENCH_ORACLE_DONE[feature] = true
+        return r
+      end
 
-  def require(feature)
-    return false if BENCH_ORACLE_DONE[feature]
-
-    path = BENCH_ORACLE_MAP[feature]
-    if path
-      r = bench_oracle_original_require(path)
-      BENCH_ORACLE_DONE[feature] = true
-      return r
+      bench_oracle_original_%<name>s(feature)
     end
+  RUBY
 
-    bench_oracle_original_require(feature)
+  def self.decorate(owner, name)
+    owner.alias_method(:"bench_oracle_original_#{name}", name)
+    owner.class_eval(format(BODY, name: name), __FILE__, __LINE__)
+    owner.send(:private, name, :"bench_oracle_original_#{name}") if owner == Kernel
   end
 end
+
+if ENV["BENCH_ORACLE_BELOW"] == "rubygems" && Kernel.private_method_defined?(:gem_original_require)
+  BenchOracle.decorate(Kernel, :gem_original_require)
+else
+  BenchOracle.decorate(Kernel, :require)
+end
+BenchOracle.decorate(Kernel.singleton_class, :require)
