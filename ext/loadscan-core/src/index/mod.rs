@@ -37,6 +37,8 @@ use crate::scan::{list_deferred, refresh, scan_roots, Kind, Listing, RootState, 
 use crate::store::{check_root, Freshness, RootRecord, Snapshot, Validation};
 
 const NOT_ON_PATH: u32 = u32::MAX;
+/// Fewer checks than this per thread are not worth starting a thread for (see `check_roots`).
+const STATS_PER_THREAD: usize = 1024;
 
 /// A root with its load-path position: `(rank, id)`, compared rank first.
 type Ranked = (u32, RootId);
@@ -427,15 +429,24 @@ impl Index {
         report
     }
 
-    /// Revalidates cached roots, spread over the scanner's threads (a volatile root costs a
-    /// `stat` per directory, so a big app is worth splitting).
+    /// Revalidates cached roots, spread over the scanner's threads when there is enough to
+    /// check: a volatile root costs a `stat` per directory, so a big app is worth splitting,
+    /// while a few hundred stable roots (a `stat` each) are checked sooner than two threads
+    /// start (0.3 against 0.57 ms for the 200-gem fixture's 214 roots).
     fn check_roots(&self, roots: &[(RootId, u32, bool, &PathBuf)], policy: &SyncPolicy) -> Vec<Freshness> {
         let Some(snapshot) = &self.base else { return roots.iter().map(|_| Freshness::Rescan).collect() };
         let check = |&(_, base, volatile, _): &(RootId, u32, bool, &PathBuf)| match snapshot.root(base as usize) {
             Some(view) => check_root(snapshot, &view, volatile, policy.validation),
             None => Freshness::Rescan,
         };
-        let threads = policy.scan.threads.clamp(1, 8);
+        let stats: usize = roots
+            .iter()
+            .map(|&(_, base, volatile, _)| match snapshot.root(base as usize) {
+                Some(view) if volatile => view.dir_count(),
+                _ => 1,
+            })
+            .sum();
+        let threads = policy.scan.threads.clamp(1, 8).min(stats / STATS_PER_THREAD).max(1);
         if threads == 1 || roots.len() < 2 {
             return roots.iter().map(check).collect();
         }

@@ -55,6 +55,11 @@ impl RootView<'_> {
     pub fn path_buf(&self) -> PathBuf {
         PathBuf::from(OsStr::from_bytes(self.path))
     }
+
+    /// How many directories the root recorded.
+    pub fn dir_count(&self) -> usize {
+        self.dirs.1
+    }
 }
 
 fn read_u32(b: &[u8], at: usize) -> Option<u32> {
