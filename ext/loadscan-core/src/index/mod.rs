@@ -168,6 +168,16 @@ enum Step {
     List(RootId, usize),
 }
 
+/// Whether `path` is `dir` or lies below it, compared as whole components (both canonical, as
+/// realpaths are; `Path::starts_with` would parse every component of both on each call).
+fn is_under(path: &[u8], dir: &[u8]) -> bool {
+    let dir = match dir {
+        [rest @ .., b'/'] if !rest.is_empty() => rest,
+        d => d,
+    };
+    path.starts_with(dir) && (path.len() == dir.len() || dir.ends_with(b"/") || path[dir.len()] == b'/')
+}
+
 fn bytes(p: &Path) -> &[u8] {
     use std::os::unix::ffi::OsStrExt;
     p.as_os_str().as_bytes()
@@ -360,7 +370,7 @@ impl Index {
     }
 
     fn is_stable(path: &Path, policy: &SyncPolicy) -> bool {
-        policy.stable.iter().any(|s| path.starts_with(s))
+        policy.stable.iter().any(|s| is_under(bytes(path), bytes(s)))
     }
 
     /// Brings the index in line with `order`: revalidates cached roots on their first use,
@@ -725,5 +735,21 @@ fn copy(l: &Listing) -> Listing {
         blind: l.blind.clone(),
         deferred: l.deferred.clone(),
         problems: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_under;
+
+    #[test]
+    fn is_under_compares_whole_components() {
+        for (path, dir) in [("/a/b", "/a"), ("/a", "/a"), ("/a/b", "/a/"), ("/a", "/"), ("/", "/"), ("/a/b/c", "/a/b")]
+        {
+            assert!(is_under(path.as_bytes(), dir.as_bytes()), "{path} under {dir}");
+        }
+        for (path, dir) in [("/ab", "/a"), ("/a", "/a/b"), ("/b", "/a"), ("/a.rb", "/a")] {
+            assert!(!is_under(path.as_bytes(), dir.as_bytes()), "{path} not under {dir}");
+        }
     }
 }

@@ -1,0 +1,83 @@
+# frozen_string_literal: true
+# Instructions executed per boot variant (warm caches), under valgrind's callgrind:
+#
+#   ruby bench/instructions.rb [--gems 200 | --debian] [--jobs 2]
+#
+# Wall time on a shared 2-core VM swings by ±30% between runs, so a difference of a few ms (the
+# warm overhead of loadscan above the floor) needs dozens of rounds to show. The user-space
+# instruction count of one boot is deterministic to a fraction of a percent, so it gives the
+# overhead ratio (variant − floor)/(bootsnap − floor) without that noise. What it does not see:
+# time in the kernel (syscalls, page faults) and cache misses — wall time (bench/boot.rb) stays
+# the measure of record, and this is its noise-free cross-check.
+require "optparse"
+require "etc"
+require "fileutils"
+require_relative "support/runner"
+require_relative "support/fixtures"
+require_relative "boot"
+
+module Bench
+  module Instructions
+    module_function
+
+    # Instructions of one run of `variant` under callgrind (the process and its threads).
+    def count(variant, out)
+      log = "#{out}.log"
+      cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=#{out}", *variant.argv]
+      system(variant.env || {}, *cmd, out: File::NULL, err: log) or raise "callgrind failed for #{variant.name}: #{File.read(log)[-2000..]}"
+      File.read(log)[/Collected : (\d+)/, 1]&.to_i or raise "no instruction count in #{log}"
+    end
+
+    def run(fixture, jobs:)
+      fx = Fixtures.ensure(fixture)
+      variants = Boot.variants_for(fx, "warm")
+      variants.each { |v| Runner.time_once(v.env || {}, v.argv) } # fill the warm caches
+      dir = File.join(OUT_DIR, "callgrind")
+      FileUtils.mkdir_p(dir)
+      queue = Queue.new
+      variants.each { |v| queue << v }
+      jobs.times { queue << nil }
+      counts = {}
+      Array.new(jobs) do
+        Thread.new do
+          while (v = queue.pop)
+            n = count(v, File.join(dir, "#{fx[:name]}-#{v.name}.out"))
+            counts[v.name] = n
+          end
+        end
+      end.each(&:join)
+      counts
+    end
+
+    def report(fixture, counts)
+      m = ->(n) { format("%.1f", n / 1e6) }
+      rows = counts.sort_by { |_, n| n }.map do |v, n|
+        [fixture, v, m.(n), format("%.3f", n.to_f / counts["stock"]), format("%.3f", n.to_f / counts["oracle_rubygems"])]
+      end
+      out = +"Instructions per warm boot (millions; callgrind, user space only)\n"
+      out << Runner.table(%w[fixture variant instructions_M vs_stock vs_oracle_rubygems], rows) << "\n\n"
+      out << "Overhead above each floor in instructions, loadscan relative to Bootsnap. Issue target: ≤ 0.10.\n"
+      orows = Boot::FLOORS.map do |floor|
+        ours = counts["loadscan"] - counts[floor]
+        ref = counts["bootsnap"] - counts[floor]
+        [fixture, floor, m.(ours), m.(ref), format("%.3f", ours.to_f / ref)]
+      end
+      out << Runner.table(%w[fixture floor loadscan−floor_M bootsnap−floor_M ratio], orows)
+    end
+  end
+end
+
+if $PROGRAM_NAME == __FILE__
+  opts = { fixture: "gems-200", jobs: [Etc.nprocessors, 4].min }
+  OptionParser.new do |o|
+    o.banner = "usage: ruby bench/instructions.rb [--gems N | --debian] [--jobs N]"
+    o.on("--gems N", Integer) { |n| opts[:fixture] = "gems-#{n}" }
+    o.on("--debian") { opts[:fixture] = "debian" }
+    o.on("--jobs N", Integer) { |n| opts[:jobs] = n }
+  end.parse!
+  abort "bench: valgrind not found (apt-get install valgrind)" unless system("valgrind --version >/dev/null 2>&1")
+  counts = Bench::Instructions.run(opts[:fixture], jobs: opts[:jobs])
+  text = Bench::Instructions.report(opts[:fixture], counts)
+  puts text
+  puts "\nJSON: #{Bench::Runner.write_json("instructions-#{opts[:fixture]}", { counts: counts, table: text })}"
+end
