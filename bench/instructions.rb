@@ -28,9 +28,10 @@ module Bench
       File.read(log)[/Collected : (\d+)/, 1]&.to_i or raise "no instruction count in #{log}"
     end
 
-    def run(fixture, jobs:)
+    # {variant => instructions} for a warm boot of `fixture`; `only` limits the variants.
+    def run(fixture, jobs:, only: nil)
       fx = Fixtures.ensure(fixture)
-      variants = Boot.variants_for(fx, "warm")
+      variants = Boot.variants_for(fx, "warm").select { |v| only.nil? || only.include?(v.name) }
       variants.each { |v| Runner.time_once(v.env || {}, v.argv) } # fill the warm caches
       dir = File.join(OUT_DIR, "callgrind")
       FileUtils.mkdir_p(dir)
@@ -49,10 +50,16 @@ module Bench
       counts
     end
 
+    # (loadscan − floor)/(bootsnap − floor) in instructions.
+    def overhead_ratio(counts, floor)
+      (counts["loadscan"] - counts[floor]).to_f / (counts["bootsnap"] - counts[floor])
+    end
+
     def report(fixture, counts)
       m = ->(n) { format("%.1f", n / 1e6) }
+      vs = ->(n, ref) { counts[ref] ? format("%.3f", n.to_f / counts[ref]) : "-" }
       rows = counts.sort_by { |_, n| n }.map do |v, n|
-        [fixture, v, m.(n), format("%.3f", n.to_f / counts["stock"]), format("%.3f", n.to_f / counts["oracle_rubygems"])]
+        [fixture, v, m.(n), vs.(n, "stock"), vs.(n, "oracle_rubygems")]
       end
       out = +"Instructions per warm boot (millions; callgrind, user space only)\n"
       out << Runner.table(%w[fixture variant instructions_M vs_stock vs_oracle_rubygems], rows) << "\n\n"
@@ -60,7 +67,7 @@ module Bench
       orows = Boot::FLOORS.map do |floor|
         ours = counts["loadscan"] - counts[floor]
         ref = counts["bootsnap"] - counts[floor]
-        [fixture, floor, m.(ours), m.(ref), format("%.3f", ours.to_f / ref)]
+        [fixture, floor, m.(ours), m.(ref), format("%.3f", overhead_ratio(counts, floor))]
       end
       out << Runner.table(%w[fixture floor loadscan−floor_M bootsnap−floor_M ratio], orows)
     end
