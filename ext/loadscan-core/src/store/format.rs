@@ -83,13 +83,13 @@ fn put64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
-/// An open-addressing table over `keys` (record `i` at the slot its key hashes to, or the next
-/// free one).
-fn slot_table(keys: &[&[u8]]) -> Vec<u32> {
-    let n_slots = slot_count(keys.len());
+/// An open-addressing table over keys with these hashes (record `i` at the slot its key hashes
+/// to, or the next free one).
+fn slot_table(hashes: &[u64]) -> Vec<u32> {
+    let n_slots = slot_count(hashes.len());
     let mut slots = vec![NONE; n_slots];
-    for (i, key) in keys.iter().enumerate() {
-        let mut slot = home_slot(stable_hash(key), n_slots);
+    for (i, &hash) in hashes.iter().enumerate() {
+        let mut slot = home_slot(hash, n_slots);
         while slots[slot] != NONE {
             slot = if slot + 1 == n_slots { 0 } else { slot + 1 };
         }
@@ -104,11 +104,13 @@ type Keyed<'a> = HashMap<&'a [u8], [Vec<u32>; 2]>;
 /// A hashed table of `keyed`, sorted by key: its records and its slots. Posting lists of more
 /// than one id go to `overflow`.
 fn keyed_table<'a>(keyed: Keyed<'a>, strings: &mut Strings<'a>, overflow: &mut Vec<u32>) -> (Vec<u8>, Vec<u32>) {
-    let mut list: Vec<_> = keyed.into_iter().collect();
-    list.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    // Records in (hash, key) order: the same bytes for the same keys whatever order they were
+    // listed in, and sorting by a u64 costs a fifth of sorting by the keys' bytes.
+    let mut list: Vec<_> = keyed.into_iter().map(|(key, ids)| (stable_hash(key), key, ids)).collect();
+    list.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     let slots = slot_table(&list.iter().map(|e| e.0).collect::<Vec<_>>());
     let mut recs = Vec::with_capacity(list.len() * KEYED_REC);
-    for (key, [first, second]) in &list {
+    for (_, key, [first, second]) in &list {
         let (o, n) = strings.add(key);
         put32(&mut recs, o);
         put32(&mut recs, n);
