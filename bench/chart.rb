@@ -2,16 +2,21 @@
 # frozen_string_literal: true
 # Draws boot time against gem count from tmp/bench/boot.json (bench/boot.rb) as an SVG:
 #
-#   ruby bench/chart.rb [STATE] [OUT.svg]     (default: warm, bench/boot-chart.svg)
+#   ruby bench/chart.rb [STATE] [OUT.svg] [BOOT.json…]
+#
+# (defaults: warm, bench/boot-chart.svg, tmp/bench/boot.json; several JSON files are merged, so
+# runs of different gem counts can share one chart)
 #
 # One line per variant (median ms of each fixture size), no dependency beyond the stdlib.
 require "json"
 
 state = ARGV[0] || "warm"
 out = ARGV[1] || File.join(__dir__, "boot-chart.svg")
-data = JSON.parse(File.read(File.expand_path("../tmp/bench/boot.json", __dir__)))
-rows = data["results"].select { |r| r["state"] == state && r["fixture"].start_with?("gems-") }
-abort "chart: no #{state} rows for gems-N fixtures in tmp/bench/boot.json" if rows.empty?
+inputs = ARGV[2..].to_a
+inputs = [File.expand_path("../tmp/bench/boot.json", __dir__)] if inputs.empty?
+rows = inputs.flat_map { |f| JSON.parse(File.read(f))["results"] }
+             .select { |r| r["state"] == state && r["fixture"].start_with?("gems-") }
+abort "chart: no #{state} rows for gems-N fixtures in #{inputs.join(", ")}" if rows.empty?
 
 series = rows.group_by { |r| r["variant"] }.transform_values do |rs|
   rs.map { |r| [r["fixture"][/\d+/].to_i, r["median_ms"]] }.sort
