@@ -3,7 +3,7 @@
 # cache state, alternating variants round by round. See bench/README.md.
 #
 #   ruby bench/boot.rb [--gems 100,200,400,800] [--[no-]debian] [--runs N]
-#                      [--states cold,warm,checkout] [--quick] [--regen]
+#                      [--states cold,warm,checkout] [--only VARIANTS] [--quick] [--regen]
 #
 # Variants (BOOT_PRELUDE files in bench/preludes/): stock (none), bootsnap (load-path cache
 # only), loadscan (lib/loadscan/setup.rb), oracle (recorded feature→path map: the floor, above
@@ -88,33 +88,36 @@ module Bench
       Variant.new(name: "bootsnap_warm", argv: argv, env: Fixtures.gem_env(fx).merge(bootsnap_env(dir)))
     end
 
-    def run(fixtures:, states:, runs:, regen: false)
+    # `only`: the variants to run (nil: all); ratios against a variant left out are not shown.
+    def run(fixtures:, states:, runs:, regen: false, only: nil)
       results = []
       summary = []
       fixtures.each do |name|
         fx = Fixtures.ensure(name, regen: regen)
         states.each do |state|
           t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-          vs = variants_for(fx, state)
+          vs = variants_for(fx, state).select { |v| only.nil? || only.include?(v.name) }
           times = Runner.alternate(vs, runs: runs, warmup: 1)
           el = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
           warn format("bench: %-9s %-8s %d runs in %.0fs", name, state, runs, el)
+          ratio = ->(a, b) { times[a] && times[b] && Stats.paired_ratio(times[a], times[b]) }
+          overhead = lambda do |floor|
+            ok = [floor, "loadscan", "bootsnap"].all? { |v| times[v] }
+            ok ? Stats.overhead_ratio(times["loadscan"], times["bootsnap"], times[floor]) : nil
+          end
           times.each_key do |v|
             results << {
               fixture: name, state: state, variant: v, runs: times[v].size,
               median_ms: Stats.median(times[v]) * 1000, times_ms: times[v].map { |t| (t * 1000).round(2) },
-              vs_stock: Stats.paired_ratio(times[v], times["stock"]),
-              vs_oracle: Stats.paired_ratio(times[v], times["oracle"]),
-              vs_oracle_rubygems: Stats.paired_ratio(times[v], times["oracle_rubygems"]),
-              vs_bootsnap: Stats.paired_ratio(times[v], times["bootsnap"]),
-              vs_bootsnap_warm: times["bootsnap_warm"] && Stats.paired_ratio(times[v], times["bootsnap_warm"])
+              vs_stock: ratio.(v, "stock"), vs_oracle: ratio.(v, "oracle"),
+              vs_oracle_rubygems: ratio.(v, "oracle_rubygems"), vs_bootsnap: ratio.(v, "bootsnap"),
+              vs_bootsnap_warm: ratio.(v, "bootsnap_warm")
             }
           end
           summary << { fixture: name, state: state,
-                       loadscan_over_bootsnap_overhead: Stats.overhead_ratio(times["loadscan"], times["bootsnap"], times["oracle"]),
-                       loadscan_over_bootsnap_overhead_rubygems:
-                         Stats.overhead_ratio(times["loadscan"], times["bootsnap"], times["oracle_rubygems"]),
-                       cold_vs_bootsnap_warm: times["bootsnap_warm"] && Stats.paired_ratio(times["loadscan"], times["bootsnap_warm"]) }
+                       loadscan_over_bootsnap_overhead: overhead.("oracle"),
+                       loadscan_over_bootsnap_overhead_rubygems: overhead.("oracle_rubygems"),
+                       cold_vs_bootsnap_warm: ratio.("loadscan", "bootsnap_warm") }
         end
       end
       { results: results, overheads: summary }
@@ -130,17 +133,19 @@ module Bench
       end
       out = +"Median boot wall time (ms) and paired ratios, 99% CI in brackets (t-interval on log ratios)\n"
       out << Runner.table(%w[fixture state variant median_ms vs_stock vs_oracle vs_oracle_rubygems vs_bootsnap], rows) << "\n\n"
-      out << "Overhead above each floor, loadscan relative to Bootsnap: (loadscan−floor)/(bootsnap−floor),\n"
-      out << "99% CI by paired bootstrap. Issue target: ≤ 0.10. oracle sits above RubyGems (as Bootsnap does,\n"
-      out << "skipping RubyGems' default-gem activation); oracle_rubygems sits below it (as loadscan does).\n"
       orows = data[:overheads].flat_map do |o|
-        FLOORS.map do |floor|
-          r = o[floor == "oracle" ? :loadscan_over_bootsnap_overhead : :loadscan_over_bootsnap_overhead_rubygems]
+        FLOORS.filter_map do |floor|
+          r = o[floor == "oracle" ? :loadscan_over_bootsnap_overhead : :loadscan_over_bootsnap_overhead_rubygems] or next
           [o[:fixture], o[:state], floor, format("%.1f", r[:overhead_ms]), format("%.1f", r[:ref_overhead_ms]),
            format("%.2f [%.2f–%.2f]", r[:ratio], r[:lo], r[:hi])]
         end
       end
-      out << Runner.table(%w[fixture state floor loadscan−floor_ms bootsnap−floor_ms ratio], orows)
+      unless orows.empty?
+        out << "Overhead above each floor, loadscan relative to Bootsnap: (loadscan−floor)/(bootsnap−floor),\n"
+        out << "99% CI by paired bootstrap. Issue target: ≤ 0.10. oracle sits above RubyGems (as Bootsnap does,\n"
+        out << "skipping RubyGems' default-gem activation); oracle_rubygems sits below it (as loadscan does).\n"
+        out << Runner.table(%w[fixture state floor loadscan−floor_ms bootsnap−floor_ms ratio], orows)
+      end
       crows = data[:overheads].select { |o| o[:cold_vs_bootsnap_warm] }.map do |o|
         med = ->(v) { data[:results].find { |r| r[:fixture] == o[:fixture] && r[:state] == "cold" && r[:variant] == v }[:median_ms] }
         [o[:fixture], format("%.1f", med.("loadscan")), format("%.1f", med.("bootsnap_warm")), Runner.fmt_ratio(o[:cold_vs_bootsnap_warm])]
@@ -156,13 +161,14 @@ module Bench
 end
 
 if $PROGRAM_NAME == __FILE__
-  opts = { gems: [100, 200, 400, 800], debian: nil, runs: 7, states: Bench::Boot::STATES, regen: false }
+  opts = { gems: [100, 200, 400, 800], debian: nil, runs: 7, states: Bench::Boot::STATES, regen: false, only: nil }
   OptionParser.new do |o|
     o.banner = "usage: ruby bench/boot.rb [--gems 100,200] [--[no-]debian] [--runs N] [--states cold,warm,checkout] [--quick]"
     o.on("--gems LIST", Array) { |v| opts[:gems] = v.map { |s| Integer(s) } }
     o.on("--[no-]debian", "realistic Debian tree (default: when its packages are installed)") { |v| opts[:debian] = v }
     o.on("--runs N", Integer) { |v| opts[:runs] = v }
     o.on("--states LIST", Array) { |v| opts[:states] = v }
+    o.on("--only LIST", Array, "variants to run (e.g. loadscan,bootsnap_warm for many cold rounds)") { |v| opts[:only] = v }
     o.on("--quick", "gems 100,200, 3 runs, no Debian tree") { opts.merge!(gems: [100, 200], runs: 3, debian: false) }
     o.on("--regen", "regenerate the fixtures") { opts[:regen] = true }
   end.parse!
@@ -174,7 +180,7 @@ if $PROGRAM_NAME == __FILE__
     abort "bench: Debian packages for the realistic tree are missing (ruby fixtures/debian_tree.rb --install)"
   end
   fixtures << "debian" if debian
-  data = Bench::Boot.run(fixtures: fixtures, states: opts[:states], runs: opts[:runs], regen: opts[:regen])
+  data = Bench::Boot.run(fixtures: fixtures, states: opts[:states], runs: opts[:runs], regen: opts[:regen], only: opts[:only])
   text = Bench::Boot.report(data)
   puts text
   json = Bench::Runner.write_json("boot", data.merge(ruby: RUBY_DESCRIPTION, nproc: Etc.respond_to?(:nprocessors) ? Etc.nprocessors : nil,
