@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 # Instructions executed per boot variant (warm caches), under valgrind's callgrind:
 #
-#   ruby bench/instructions.rb [--gems 200 | --debian] [--jobs 2]
+#   ruby bench/instructions.rb [--gems 200 | --debian] [--jobs 2] [--only loadscan,bootsnap,…]
 #
 # Wall time on a shared 2-core VM swings by ±30% between runs, so a difference of a few ms (the
 # warm overhead of loadscan above the floor) needs dozens of rounds to show. The user-space
@@ -81,9 +81,10 @@ if $PROGRAM_NAME == __FILE__
     o.on("--gems N", Integer) { |n| opts[:fixture] = "gems-#{n}" }
     o.on("--debian") { opts[:fixture] = "debian" }
     o.on("--jobs N", Integer) { |n| opts[:jobs] = n }
+    o.on("--only LIST", Array, "variants (stock takes longest under valgrind: minutes from 400 gems)") { |v| opts[:only] = v }
   end.parse!
   abort "bench: valgrind not found (apt-get install valgrind)" unless system("valgrind --version >/dev/null 2>&1")
-  counts = Bench::Instructions.run(opts[:fixture], jobs: opts[:jobs])
+  counts = Bench::Instructions.run(opts[:fixture], jobs: opts[:jobs], only: opts[:only])
   text = Bench::Instructions.report(opts[:fixture], counts)
   puts text
   puts "\nJSON: #{Bench::Runner.write_json("instructions-#{opts[:fixture]}", { counts: counts, table: text })}"

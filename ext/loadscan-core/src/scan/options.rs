@@ -33,9 +33,16 @@ impl Default for ScanOptions {
             eager_depth: usize::MAX,
             max_dirs: 100_000,
             max_files: 1_000_000,
-            threads: std::thread::available_parallelism().map(|n| n.get().min(8)).unwrap_or(1),
+            threads: cpu_count(),
         }
     }
+}
+
+/// The CPUs this process may use, at most 8, asked once: `available_parallelism` reads the
+/// cgroup quota files on Linux (about ten syscalls), and options are built on every start.
+fn cpu_count() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map(|n| n.get().min(8)).unwrap_or(1))
 }
 
 impl ScanOptions {

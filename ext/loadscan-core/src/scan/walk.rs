@@ -40,7 +40,8 @@ struct Job {
 struct Output {
     root: usize,
     rel: Vec<u8>,
-    /// Every subdirectory found (descended into or kept from an earlier listing).
+    /// Every subdirectory found (descended into or kept from an earlier listing); filled only
+    /// for a refresh, the one reader.
     children: Vec<Vec<u8>>,
     /// A refreshed directory that no longer exists (its parent's relisting drops it).
     gone: bool,
@@ -172,7 +173,9 @@ impl Walk<'_> {
         }
         out.dir = Some(DirRecord { rel: job.rel.clone(), stamp, digest });
         let kept = |rel: &Vec<u8>| self.keep.is_some_and(|k| k.contains(rel));
-        out.children = subdirs.clone();
+        if self.keep.is_some() {
+            out.children = subdirs.clone(); // only a refresh compares them
+        }
         subdirs.retain(|rel| !kept(rel));
         let mut jobs = Vec::with_capacity(subdirs.len());
         if job.depth >= self.opts.max_depth {
