@@ -101,11 +101,12 @@ fn slot_table(hashes: &[u64]) -> Vec<u32> {
 /// Key -> two lists of root ids: (`.rb`, extension) for stems, (blind, deferred) for prefixes.
 type Keyed<'a> = HashMap<&'a [u8], [Vec<u32>; 2]>;
 
-/// A hashed table of `keyed`, sorted by key: its records and its slots. Posting lists of more
-/// than one id go to `overflow`.
+/// A hashed table of `keyed`, records in (hash, key) order: its records and its slots. Posting
+/// lists of more than one id go to `overflow`.
 fn keyed_table<'a>(keyed: Keyed<'a>, strings: &mut Strings<'a>, overflow: &mut Vec<u32>) -> (Vec<u8>, Vec<u32>) {
-    // Records in (hash, key) order: the same bytes for the same keys whatever order they were
-    // listed in, and sorting by a u64 costs a fifth of sorting by the keys' bytes.
+    // (hash, key) order gives the same bytes for the same keys whatever order they were listed
+    // in, and most comparisons end on the u64 (keyed_table at 200 gems: 11.0 → 8.4 M
+    // instructions against sorting by the keys' bytes).
     let mut list: Vec<_> = keyed.into_iter().map(|(key, ids)| (stable_hash(key), key, ids)).collect();
     list.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     let slots = slot_table(&list.iter().map(|e| e.0).collect::<Vec<_>>());
