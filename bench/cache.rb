@@ -6,7 +6,7 @@
 #   ruby bench/cache.rb [--sizes 5000,50000,200000] [--reps 7]
 #
 # Each size is a tree of 250 gem-like lib dirs (tmp/bench/cache-trees/N, made once). loadscan:
-# a cold boot writes the cache; ext/loadscan-core/examples/cache.rs then times
+# a cold boot with LOADSCAN_LAZY=0 writes a cache of every feature; ext/loadscan-core/examples/cache.rs then times
 # `store::load` + `Index::from_snapshot` + ranking + the first lookup, in one process, REPS
 # times: the median, and the first repetition alone (a fresh process: its buffer's pages are
 # faulted in for the first time, as on a real boot). Bootsnap: a boot with Bootsnap writes its store; a fresh Ruby process per rep
@@ -71,7 +71,10 @@ opts[:sizes].each do |n|
               "LOADSCAN_CACHE_DIR" => cache, "RUBYOPT" => nil }
   lib = File.join(ROOT, "lib")
   lp = "$LOAD_PATH.unshift(*#{roots.inspect})"
-  CacheBench.ruby(gem_env, "#{lp}; require #{File.join(lib, "loadscan/setup").inspect}; Loadscan.lookup('x')")
+  # Every directory listed up front (LOADSCAN_LAZY=0), so the cache holds all N features: a lazy
+  # boot that looks up only 'x' would list the entries' own directories and nothing below.
+  CacheBench.ruby(gem_env.merge("LOADSCAN_LAZY" => "0"),
+                  "#{lp}; require #{File.join(lib, "loadscan/setup").inspect}; Loadscan.lookup('x')")
   env_key = CacheBench.ruby(gem_env, "require #{File.join(lib, "loadscan").inspect}; print Loadscan::Config.new.env_key")
   roots_file = File.join(dir, "roots.txt")
   feats_file = File.join(dir, "features.txt")
