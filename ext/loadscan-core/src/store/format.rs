@@ -45,11 +45,25 @@ pub(crate) fn state_code(s: RootState) -> u8 {
     }
 }
 
-/// Slots of a keyed table: a load factor of at most 1/2. With linear probing a miss inspects
-/// about (1 + 1/(1−α)²)/2 slots: 2.5 at 1/2 against 8.5 at 3/4, and most prefix lookups are
-/// misses (at 3/4 a prefix probe cost 455 instructions in the 200-gem boot). 4 bytes a slot.
-pub(crate) fn slot_count(keys: usize) -> usize {
-    2 * keys + 8
+/// How full a keyed table's slots may get. With linear probing a hit inspects about
+/// (1 + 1/(1−α))/2 slots and a miss (1 + 1/(1−α)²)/2: 2.5 and 8.5 at α = 3/4, 1.5 and 2.5 at
+/// 1/2. Feature lookups nearly all hit, so that table stays at 3/4 (4 bytes a slot, in the
+/// biggest table); most directory-prefix lookups miss, so that small table is kept half empty
+/// (at 3/4 a prefix probe cost 455 instructions in the 200-gem boot, at 1/2 200).
+#[derive(Clone, Copy)]
+pub(crate) enum Fill {
+    /// At most 3/4 of the slots used.
+    Dense,
+    /// At most 1/2.
+    Sparse,
+}
+
+/// Slots for `keys` keys.
+pub(crate) fn slot_count(keys: usize, fill: Fill) -> usize {
+    match fill {
+        Fill::Dense => keys + keys / 3 + 8,
+        Fill::Sparse => 2 * keys + 8,
+    }
 }
 
 /// The first slot to probe for a hash: `hash * n / 2^64`, uniform for any table size.
@@ -85,8 +99,8 @@ fn put64(out: &mut Vec<u8>, v: u64) {
 
 /// An open-addressing table over keys with these hashes (record `i` at the slot its key hashes
 /// to, or the next free one).
-fn slot_table(hashes: &[u64]) -> Vec<u32> {
-    let n_slots = slot_count(hashes.len());
+fn slot_table(hashes: &[u64], fill: Fill) -> Vec<u32> {
+    let n_slots = slot_count(hashes.len(), fill);
     let mut slots = vec![NONE; n_slots];
     for (i, &hash) in hashes.iter().enumerate() {
         let mut slot = home_slot(hash, n_slots);
@@ -103,13 +117,18 @@ type Keyed<'a> = HashMap<&'a [u8], [Vec<u32>; 2]>;
 
 /// A hashed table of `keyed`, records in (hash, key) order: its records and its slots. Posting
 /// lists of more than one id go to `overflow`.
-fn keyed_table<'a>(keyed: Keyed<'a>, strings: &mut Strings<'a>, overflow: &mut Vec<u32>) -> (Vec<u8>, Vec<u32>) {
+fn keyed_table<'a>(
+    keyed: Keyed<'a>,
+    fill: Fill,
+    strings: &mut Strings<'a>,
+    overflow: &mut Vec<u32>,
+) -> (Vec<u8>, Vec<u32>) {
     // (hash, key) order gives the same bytes for the same keys whatever order they were listed
     // in, and most comparisons end on the u64 (keyed_table at 200 gems: 11.0 → 8.4 M
     // instructions against sorting by the keys' bytes).
     let mut list: Vec<_> = keyed.into_iter().map(|(key, ids)| (stable_hash(key), key, ids)).collect();
     list.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-    let slots = slot_table(&list.iter().map(|e| e.0).collect::<Vec<_>>());
+    let slots = slot_table(&list.iter().map(|e| e.0).collect::<Vec<_>>(), fill);
     let mut recs = Vec::with_capacity(list.len() * KEYED_REC);
     for (_, key, [first, second]) in &list {
         let (o, n) = strings.add(key);
@@ -194,8 +213,8 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
 
     let mut overflow: Vec<u32> = Vec::new();
     let (n_feats, n_prefixes) = (feats.len(), prefixes.len());
-    let (feat_recs, slots) = keyed_table(feats, &mut strings, &mut overflow);
-    let (prefix_recs, prefix_slots) = keyed_table(prefixes, &mut strings, &mut overflow);
+    let (feat_recs, slots) = keyed_table(feats, Fill::Dense, &mut strings, &mut overflow);
+    let (prefix_recs, prefix_slots) = keyed_table(prefixes, Fill::Sparse, &mut strings, &mut overflow);
 
     let mut body = Vec::new();
     body.extend_from_slice(env);
