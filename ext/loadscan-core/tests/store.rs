@@ -101,6 +101,46 @@ fn every_change_between_boots_is_caught() {
 }
 
 #[test]
+fn a_directory_moved_below_its_old_place_is_not_taken_for_a_loop() {
+    // `git checkout` or a reinstall can hand a replaced directory an inode that an ancestor had
+    // when the cache was written. Here e1/a/b gets the old e1/a's inode: judged by the cached
+    // identities it would be its own ancestor, a symlink loop, left blind with a warning.
+    use std::os::unix::fs::MetadataExt;
+    let t = TempTree::new("moved-inode");
+    t.file("e1/a/b/x.rb").file("e1/a/y.rb");
+    let order = vec![t.path("e1")];
+    let ino = |rel: &str| std::fs::metadata(t.path(rel)).unwrap().ino();
+    for eager_depth in [usize::MAX, 0] {
+        let base = policy(Validation::Mtime, vec![]);
+        let p = SyncPolicy { scan: ScanOptions { eager_depth, ..base.scan.clone() }, ..base };
+        let mut cold_index = Index::new(b"so");
+        cold_index.sync(&order, &p);
+        for f in ["a/b/x", "a/y"] {
+            answer(&mut cold_index, f); // listed lazily (eager_depth 0), so cached too
+        }
+        let mut records = cold_index.records(1_000, 0);
+        records.iter_mut().for_each(|r| r.scanned_at_ns = i64::MAX / 2); // out of the racy window
+        let bytes = encode(&records, ENV);
+        let a = ino("e1/a");
+        std::fs::rename(t.path("e1/a"), t.path("e1/moving")).unwrap();
+        std::fs::create_dir(t.path("e1/a")).unwrap();
+        std::fs::rename(t.path("e1/moving"), t.path("e1/a/b")).unwrap();
+        assert_eq!(ino("e1/a/b"), a);
+        let (mut index, report) = warm(&bytes, &order, &p);
+        assert!(report.problems.is_empty(), "eager_depth {eager_depth}: {:?}", report.problems);
+        let e1 = t.path("e1").display().to_string();
+        assert_eq!(answer(&mut index, "a/b/b/x"), format!("{e1}/a/b/b/x.rb"), "eager_depth {eager_depth}");
+        assert_eq!(answer(&mut index, "a/b/y"), format!("{e1}/a/b/y.rb"), "eager_depth {eager_depth}");
+        assert_eq!(answer(&mut index, "a/y"), "missing", "eager_depth {eager_depth}");
+        assert!(index.take_problems().is_empty(), "eager_depth {eager_depth}");
+        // The tree as it was, for the other mode.
+        std::fs::rename(t.path("e1/a/b"), t.path("e1/moving")).unwrap();
+        std::fs::remove_dir(t.path("e1/a")).unwrap();
+        std::fs::rename(t.path("e1/moving"), t.path("e1/a")).unwrap();
+    }
+}
+
+#[test]
 fn a_file_added_within_the_racy_window_is_caught() {
     let t = TempTree::new("racy");
     t.file("e1/other.rb").file("e2/f.rb");

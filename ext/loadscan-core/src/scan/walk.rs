@@ -19,6 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -257,16 +258,28 @@ fn rescan_whole(old: &Listing, opts: &ScanOptions) -> Listing {
 /// them, and every other directory keeps what `old` had (their own stamps vouch for them).
 pub fn refresh(old: &Listing, changed: &[Vec<u8>], opts: &ScanOptions) -> Listing {
     let roots = std::slice::from_ref(&old.root);
-    let stamps: HashMap<&[u8], (u64, u64)> =
+    // The ancestors' identities, for the loop check, as they are now: an unchanged directory's
+    // recorded identity was just validated by the caller; a changed one may have been replaced,
+    // and its old inode handed to another directory (a `git checkout`, a reinstall), which the
+    // recorded identity would then take for its own ancestor — a loop that is not there. Those
+    // are asked again (one `stat` each, shared by every job below them). One that is gone gets
+    // an identity no directory has: the jobs below it find nothing and drop it, as before.
+    const GONE: (u64, u64) = (u64::MAX, u64::MAX);
+    let mut ids: HashMap<&[u8], (u64, u64)> =
         old.dirs.iter().map(|d| (d.rel.as_slice(), (d.stamp.dev, d.stamp.ino))).collect();
+    for rel in changed {
+        if ids.contains_key(rel.as_slice()) {
+            let now = std::fs::metadata(join(&old.root, rel)).map_or(GONE, |m| (m.dev(), m.ino()));
+            ids.insert(rel, now);
+        }
+    }
     let mut jobs = Vec::new();
     for rel in changed {
-        // The ancestors' identities come from the old listing (validated by the caller).
         let prefixes: Vec<&[u8]> = std::iter::once(&rel[..0])
             .chain(rel.iter().enumerate().filter(|&(_, &c)| c == b'/').map(|(i, _)| &rel[..i]))
             .filter(|p| p.len() < rel.len())
             .collect();
-        let ancestors: Option<Vec<(u64, u64)>> = prefixes.iter().map(|p| stamps.get(p).copied()).collect();
+        let ancestors: Option<Vec<(u64, u64)>> = prefixes.iter().map(|p| ids.get(p).copied()).collect();
         match ancestors {
             Some(ancestors) if old.state == RootState::Dir => {
                 jobs.push(Job { root: 0, rel: rel.clone(), depth: ancestors.len(), ancestors })
