@@ -181,3 +181,31 @@ fn changes_in_deferred_and_listed_directories_are_seen_by_the_next_boot() {
         assert_eq!(answer(&mut warm, f), brute_force(&order, f), "{f}");
     }
 }
+
+#[test]
+fn a_loop_listed_lazily_stays_followed_after_a_change() {
+    // Lazily, `require` is followed through a symlink loop as far as a feature names it (what
+    // Ruby opens), silently. A later boot that revalidates the changed directories on that path
+    // must do the same, not cut the loop it already went through (a blind spot and a warning).
+    let t = TempTree::new("lazy-loop-change");
+    t.file("app/a/x.rb").link("app/a/up", "..");
+    let order = vec![t.path("app")];
+    let p = policy(0, vec![]);
+    let mut cold = Index::new(b"so");
+    cold.sync(&order, &p);
+    let deep = "a/up/a/up/a/x";
+    assert_eq!(answer(&mut cold, deep), brute_force(&order, deep));
+    assert!(cold.take_problems().is_empty());
+    let mut records = cold.records(1_000, 0);
+    records[0].scanned_at_ns = i64::MAX / 2;
+    let bytes = encode(&records, ENV);
+    t.file("app/new.rb").file("app/a/new.rb"); // app/ and app/a/ (so app/a/up/) change
+    let mut warm = Index::from_snapshot(b"so", Snapshot::parse(bytes, ENV).unwrap());
+    let report = warm.sync(&order, &p);
+    assert_eq!(report.refreshed, 1);
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    for f in [deep, "a/up/a/new", "a/up/new", "new"] {
+        assert_eq!(answer(&mut warm, f), brute_force(&order, f), "{f}");
+    }
+    assert!(warm.take_problems().is_empty());
+}

@@ -282,7 +282,12 @@ pub fn refresh(old: &Listing, changed: &[Vec<u8>], opts: &ScanOptions) -> Listin
         let ancestors: Option<Vec<(u64, u64)>> = prefixes.iter().map(|p| ids.get(p).copied()).collect();
         match ancestors {
             Some(ancestors) if old.state == RootState::Dir => {
-                jobs.push(Job { root: 0, rel: rel.clone(), depth: ancestors.len(), ancestors })
+                let depth = ancestors.len();
+                // Deeper than the eager depth, the directory was listed lazily, without a loop
+                // check (see `list_deferred`): listed again, it is followed the same way, and
+                // its subdirectories are deferred, not walked.
+                let ancestors = if depth > opts.eager_depth { Vec::new() } else { ancestors };
+                jobs.push(Job { root: 0, rel: rel.clone(), depth, ancestors })
             }
             _ => return rescan_whole(old, opts),
         }
