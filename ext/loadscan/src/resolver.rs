@@ -199,9 +199,7 @@ impl State {
     /// Takes what lazy listings during the last lookup worked around.
     fn absorb_lazy(&mut self) {
         let problems = self.index.take_problems();
-        if !problems.is_empty() {
-            self.absorb(problems);
-        }
+        self.absorb(problems);
     }
 }
 

@@ -212,15 +212,16 @@ pub fn scan_roots(roots: &[PathBuf], opts: &ScanOptions) -> Vec<Listing> {
         (0..roots.len()).rev().map(|root| Job { root, rel: Vec::new(), depth: 0, ancestors: Vec::new() }).collect();
     match run_jobs(&walk, initial, roots.len(), opts.threads) {
         Some(outputs) => assemble(roots, opts, outputs),
-        None => roots.iter().map(|r| failed(r)).collect(),
+        None => roots.iter().map(|r| failed(r, b"")).collect(),
     }
 }
 
-/// A root whose scan failed (a worker panicked): wholly blind, so Ruby answers for it.
-fn failed(root: &Path) -> Listing {
+/// A listing whose scan failed (a worker panicked) at `rel` of `root` (`b""`: the whole
+/// root): blind there, so Ruby answers for it.
+fn failed(root: &Path, rel: &[u8]) -> Listing {
     let mut l = Listing::empty(root.to_path_buf(), RootState::Dir);
-    l.blind.push(Vec::new());
-    l.problems.push(ScanProblem { kind: ProblemKind::Failed, path: root.to_path_buf(), error: None });
+    l.blind.push(rel.to_vec());
+    l.problems.push(ScanProblem { kind: ProblemKind::Failed, path: join(root, rel), error: None });
     l
 }
 
@@ -237,19 +238,14 @@ pub fn list_deferred(root: &Path, rel: &[u8], opts: &ScanOptions) -> Listing {
     let walk = Walk { roots: &roots, opts, dirs_seen: vec![AtomicUsize::new(0)], keep: None, lazy: true };
     let depth = 1 + rel.iter().filter(|&&c| c == b'/').count();
     let job = Job { root: 0, rel: rel.to_vec(), depth, ancestors: Vec::new() };
-    let Some(outputs) = run_jobs(&walk, vec![job], 1, 1) else {
-        let mut l = Listing::empty(root.to_path_buf(), RootState::Dir);
-        l.blind.push(rel.to_vec());
-        l.problems.push(ScanProblem { kind: ProblemKind::Failed, path: join(root, rel), error: None });
-        return l;
-    };
-    let mut listing = assemble(&roots, opts, outputs).pop().unwrap_or_else(|| failed(root));
+    let Some(outputs) = run_jobs(&walk, vec![job], 1, 1) else { return failed(root, rel) };
+    let mut listing = assemble(&roots, opts, outputs).pop().unwrap_or_else(|| failed(root, rel));
     listing.state = RootState::Dir;
     listing
 }
 
 fn rescan_whole(old: &Listing, opts: &ScanOptions) -> Listing {
-    scan_roots(std::slice::from_ref(&old.root), opts).pop().unwrap_or_else(|| failed(&old.root))
+    scan_roots(std::slice::from_ref(&old.root), opts).pop().unwrap_or_else(|| failed(&old.root, b""))
 }
 
 /// Lists the directories of `old` that changed (`changed`, relative paths) again and returns
@@ -258,39 +254,42 @@ fn rescan_whole(old: &Listing, opts: &ScanOptions) -> Listing {
 /// them, and every other directory keeps what `old` had (their own stamps vouch for them).
 pub fn refresh(old: &Listing, changed: &[Vec<u8>], opts: &ScanOptions) -> Listing {
     let roots = std::slice::from_ref(&old.root);
-    // The ancestors' identities, for the loop check, as they are now: an unchanged directory's
-    // recorded identity was just validated by the caller; a changed one may have been replaced,
-    // and its old inode handed to another directory (a `git checkout`, a reinstall), which the
-    // recorded identity would then take for its own ancestor — a loop that is not there. Those
-    // are asked again (one `stat` each, shared by every job below them). One that is gone gets
-    // an identity no directory has: the jobs below it find nothing and drop it, as before.
-    const GONE: (u64, u64) = (u64::MAX, u64::MAX);
-    let mut ids: HashMap<&[u8], (u64, u64)> =
+    let recorded: HashMap<&[u8], (u64, u64)> =
         old.dirs.iter().map(|d| (d.rel.as_slice(), (d.stamp.dev, d.stamp.ino))).collect();
-    for rel in changed {
-        if ids.contains_key(rel.as_slice()) {
-            let now = std::fs::metadata(join(&old.root, rel)).map_or(GONE, |m| (m.dev(), m.ino()));
-            ids.insert(rel, now);
-        }
-    }
+    let changed_set: HashSet<&[u8]> = changed.iter().map(Vec::as_slice).collect();
+    // Identities of changed ancestors as they are now, asked once each (see below).
+    let mut now: HashMap<&[u8], (u64, u64)> = HashMap::new();
     let mut jobs = Vec::new();
     for rel in changed {
         let prefixes: Vec<&[u8]> = std::iter::once(&rel[..0])
             .chain(rel.iter().enumerate().filter(|&(_, &c)| c == b'/').map(|(i, _)| &rel[..i]))
             .filter(|p| p.len() < rel.len())
             .collect();
-        let ancestors: Option<Vec<(u64, u64)>> = prefixes.iter().map(|p| ids.get(p).copied()).collect();
-        match ancestors {
-            Some(ancestors) if old.state == RootState::Dir => {
-                let depth = ancestors.len();
-                // Deeper than the eager depth, the directory was listed lazily, without a loop
-                // check (see `list_deferred`): listed again, it is followed the same way, and
-                // its subdirectories are deferred, not walked.
-                let ancestors = if depth > opts.eager_depth { Vec::new() } else { ancestors };
-                jobs.push(Job { root: 0, rel: rel.clone(), depth, ancestors })
-            }
-            _ => return rescan_whole(old, opts),
+        if old.state != RootState::Dir || !prefixes.iter().all(|p| recorded.contains_key(p)) {
+            return rescan_whole(old, opts);
         }
+        let depth = prefixes.len();
+        // The loop check compares a directory with its ancestors. Deeper than the eager depth
+        // it was listed lazily, without that check (see `list_deferred`), and is listed again
+        // the same way (its subdirectories deferred, not walked). Otherwise an unchanged
+        // ancestor's recorded identity was just validated by the caller, while a changed one
+        // may have been replaced and its old inode handed to another directory (a `git
+        // checkout`, a reinstall) — which would then pass for its own ancestor, a loop that is
+        // not there: it is asked again. One that is gone gets an identity no directory has.
+        let ancestors = if depth > opts.eager_depth {
+            Vec::new()
+        } else {
+            prefixes
+                .iter()
+                .map(|p| match changed_set.contains(p) {
+                    false => recorded[p],
+                    true => *now.entry(*p).or_insert_with(|| {
+                        std::fs::metadata(join(&old.root, p)).map_or((u64::MAX, u64::MAX), |m| (m.dev(), m.ino()))
+                    }),
+                })
+                .collect()
+        };
+        jobs.push(Job { root: 0, rel: rel.clone(), depth, ancestors });
     }
     let keep: HashSet<Vec<u8>> = old.dirs.iter().map(|d| d.rel.clone()).collect();
     let walk = Walk {
@@ -301,7 +300,7 @@ pub fn refresh(old: &Listing, changed: &[Vec<u8>], opts: &ScanOptions) -> Listin
         keep: Some(&keep),
         lazy: false,
     };
-    let Some(outputs) = run_jobs(&walk, jobs, 1, opts.threads) else { return failed(&old.root) };
+    let Some(outputs) = run_jobs(&walk, jobs, 1, opts.threads) else { return failed(&old.root, b"") };
     if outputs.iter().any(|o| o.rel.is_empty() && matches!(o.state, Some(RootState::Missing | RootState::NotDir))) {
         return rescan_whole(old, opts);
     }
