@@ -1,16 +1,14 @@
 # frozen_string_literal: true
 
 module Loadscan
-  # The Rust extension (ext/loadscan). An installed gem has it at
-  # `loadscan/<ruby minor>/loadscan.so` or `loadscan/loadscan.so`; a checkout after
-  # `rake compile` at `lib/loadscan/loadscan.so`.
+  # The Rust extension (ext/loadscan), built for one Ruby: at `loadscan/<ruby minor>/loadscan.so`
+  # beside this file, both in a checkout (`rake compile`, one build per Ruby) and in an
+  # installed gem (extconf.rb installs it there). A build for another Ruby is never loaded: it
+  # links that Ruby's libruby.
   module Native
-    candidates = [
-      File.join(__dir__, RUBY_VERSION[/\A\d+\.\d+/], "loadscan.so"),
-      File.join(__dir__, "loadscan.so"),
-    ]
+    path = File.join(__dir__, RUBY_VERSION[/\A\d+\.\d+/], "loadscan.so")
     begin
-      path = candidates.find { |c| File.file?(c) } or raise LoadError, "no loadscan.so in #{__dir__} (run `rake compile`)"
+      File.file?(path) or raise LoadError, "no #{path} (run `rake compile` with this Ruby)"
       require path
       @load_error = nil
     rescue LoadError => e

@@ -5,17 +5,25 @@ require_relative "../test_helper"
 # The gem as users get it: `gem build`, then `gem install --local` into an empty GEM_HOME,
 # which compiles the Rust extension from source through extconf.rb; then a boot with it.
 class GemInstallTest < Minitest::Test
+  MINOR = RUBY_VERSION[/\A\d+\.\d+/]
+
+  # The `gem` command of the Ruby running the tests, run by that Ruby (not whichever is on PATH).
+  def gem_command(*args, env: {}, **opts)
+    Open3.capture2e(env, RbConfig.ruby, File.join(RbConfig::CONFIG["bindir"], "gem"), *args, **opts)
+  end
+
   def test_build_install_and_boot_from_an_empty_gem_home
     Dir.mktmpdir("loadscan-gem") do |tmp|
       gem_file = File.join(tmp, "loadscan.gem")
       home = File.join(tmp, "home")
-      out, status = Open3.capture2e("gem", "build", "loadscan.gemspec", "--output", gem_file, chdir: Loadscan::TestSupport::ROOT)
+      out, status = gem_command("build", "loadscan.gemspec", "--output", gem_file, chdir: Loadscan::TestSupport::ROOT)
       assert status.success?, out
-      # Reuse compiled dependencies from the checkout's target dir: the build stays a real
-      # extconf + cargo build of the unpacked gem, only faster.
+      # Reuse compiled dependencies from a target dir of the checkout's (one per Ruby, as
+      # rb-sys's bindings are per Ruby): the build stays a real extconf + cargo build of the
+      # unpacked gem, only faster.
       env = { "GEM_HOME" => home, "GEM_PATH" => home, "RUBYOPT" => nil, "RUBYLIB" => nil,
-              "CARGO_TARGET_DIR" => File.join(Loadscan::TestSupport::ROOT, "target", "gem-install") }
-      out, status = Open3.capture2e(env, "gem", "install", "--local", "--no-document", gem_file)
+              "CARGO_TARGET_DIR" => File.join(Loadscan::TestSupport::ROOT, "target", "gem-install-ruby-#{MINOR}") }
+      out, status = gem_command("install", "--local", "--no-document", gem_file, env: env)
       assert status.success?, out
 
       with_files([["app/lib/hello.rb", "$hello = __FILE__"]]) do |dir|
@@ -29,6 +37,7 @@ class GemInstallTest < Minitest::Test
         active, so, looked_up, required, loaded = eval(out) # rubocop:disable Security/Eval
         assert active
         assert so.start_with?(home), "the extension should come from the installed gem, got #{so}"
+        assert so.end_with?("/loadscan/#{MINOR}/loadscan.so"), "built for this Ruby, where native.rb looks: #{so}"
         assert_equal "#{dir}/app/lib/hello.rb", looked_up
         assert_equal [true, "#{dir}/app/lib/hello.rb"], [required, loaded]
       end
