@@ -2,8 +2,12 @@
 # Boot benchmark: fresh `ruby OUT/boot.rb` processes on the fixture trees, per variant and
 # cache state, alternating variants round by round. See bench/README.md.
 #
-#   ruby bench/boot.rb [--gems 100,200,400,800] [--[no-]debian] [--runs N]
+#   ruby bench/boot.rb [--gems 100,200,400,800] [--plain] [--[no-]debian] [--runs N]
 #                      [--states cold,warm,checkout] [--only VARIANTS] [--quick] [--regen]
+#
+# Fixtures (bench/support/fixtures.rb): gems-N, the generated app as a real Bundler app (its boot.rb
+# starts with `require "bundler/setup"`, then loads the prelude); with --plain, plain-N, the same
+# app with its gem dirs put on $LOAD_PATH by hand (no Bundler at boot: the fixture of sessions 1–3).
 #
 # Variants (BOOT_PRELUDE files in bench/preludes/): stock (none), bootsnap (load-path cache
 # only), loadscan (lib/loadscan/setup.rb), oracle (recorded feature→path map: the floor, above
@@ -31,11 +35,12 @@ module Bench
     module_function
 
     def variants_for(fx, state)
-      cache = File.join(OUT_DIR, "cache", fx[:name])
+      cache = Fixtures.cache_dir(fx)
       oracle = Fixtures.ensure_oracle(fx)
       argv = [RUBY, fx[:boot]]
-      extra = state == "cold" ? [bootsnap_warm(fx, cache, argv)] : []
-      extra + VARIANTS.map do |v|
+      bootsnap = Fixtures.bootsnap?(fx)
+      extra = state == "cold" && bootsnap ? [bootsnap_warm(fx, cache, argv)] : []
+      extra + VARIANTS.reject { |v| v == "bootsnap" && !bootsnap }.map do |v|
         dir = File.join(cache, "#{v}-#{state}")
         snap = File.join(cache, "#{v}-warm")
         env = {}
@@ -161,10 +166,12 @@ module Bench
 end
 
 if $PROGRAM_NAME == __FILE__
-  opts = { gems: [100, 200, 400, 800], debian: nil, runs: 7, states: Bench::Boot::STATES, regen: false, only: nil }
+  opts = { gems: [100, 200, 400, 800], debian: nil, runs: 7, states: Bench::Boot::STATES, regen: false, only: nil,
+           plain: false }
   OptionParser.new do |o|
     o.banner = "usage: ruby bench/boot.rb [--gems 100,200] [--[no-]debian] [--runs N] [--states cold,warm,checkout] [--quick]"
     o.on("--gems LIST", Array) { |v| opts[:gems] = v.map { |s| Integer(s) } }
+    o.on("--plain", "gem dirs put on $LOAD_PATH by hand (plain-N) instead of the Bundler app (gems-N)") { opts[:plain] = true }
     o.on("--[no-]debian", "realistic Debian tree (default: when its packages are installed)") { |v| opts[:debian] = v }
     o.on("--runs N", Integer) { |v| opts[:runs] = v }
     o.on("--states LIST", Array) { |v| opts[:states] = v }
@@ -174,7 +181,7 @@ if $PROGRAM_NAME == __FILE__
   end.parse!
   bad = opts[:states] - Bench::Boot::STATES
   abort "unknown states: #{bad.join(", ")}" unless bad.empty?
-  fixtures = opts[:gems].map { |n| "gems-#{n}" }
+  fixtures = opts[:gems].map { |n| "#{opts[:plain] ? "plain" : "gems"}-#{n}" }
   debian = opts[:debian].nil? ? Bench::Fixtures.debian_available? : opts[:debian]
   if debian && !Bench::Fixtures.debian_available?
     abort "bench: Debian packages for the realistic tree are missing (ruby fixtures/debian_tree.rb --install)"

@@ -1,7 +1,8 @@
 # frozen_string_literal: true
-# The body of bin/demo (run that: it builds first). Boots a ~300-gem fixture app with stock
-# Ruby, Bootsnap's load-path cache (if `require "bootsnap"` works) and loadscan (cold: empty
-# cache dir; warm: cache dir left by the previous run), 5 alternating rounds, median per row.
+# The body of bin/demo (run that: it builds first). Boots a ~300-gem fixture app through real
+# Bundler (`require "bundler/setup"`, then the prelude, as config/boot.rb) with stock Ruby,
+# Bootsnap's load-path cache (when installed) and loadscan (cold: empty cache dir; warm: cache dir
+# left by the previous run), 5 alternating rounds, median per row.
 require "fileutils"
 require_relative "support/runner"
 require_relative "support/fixtures"
@@ -9,9 +10,9 @@ require_relative "support/fixtures"
 include Bench
 RUNS = Integer(ENV.fetch("DEMO_RUNS", 5))
 fx = Fixtures.ensure("gems-300")
-gems = Dir[File.join(fx[:root], "gems", "*")].size
+gems = Dir[File.join(fx[:gems], "*")].size
 files = Dir.glob("**/*.rb", base: fx[:root]).size
-puts "demo: fixture app with #{gems} gems and #{files} Ruby files (#{fx[:root]})"
+puts "demo: Bundler app with #{gems} installed gems and #{files} Ruby files (#{fx[:root]})"
 
 cache = File.join(OUT_DIR, "demo-cache")
 FileUtils.rm_rf(cache)
@@ -21,7 +22,7 @@ bs_warm = File.join(cache, "bootsnap-warm")
 [ls_warm, bs_warm].each { |d| FileUtils.mkdir_p(d) }
 argv = [RUBY, fx[:boot]]
 variants = [Variant.new(name: "stock Ruby", env: {}, argv: argv)]
-if system(RUBY, "-e", 'require "bootsnap"', err: File::NULL)
+if Fixtures.bootsnap?(fx)
   variants << Variant.new(name: "Bootsnap (warm)", argv: argv,
                           env: { "BOOT_PRELUDE" => Fixtures.prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => bs_warm })
 end

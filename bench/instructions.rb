@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 # Instructions executed per boot variant (warm caches), under valgrind's callgrind:
 #
-#   ruby bench/instructions.rb [--gems 200 | --debian] [--jobs 2] [--only loadscan,bootsnap,…]
+#   ruby bench/instructions.rb [--gems 200 | --plain 200 | --debian] [--jobs 2] [--only loadscan,bootsnap,…]
 #
 # Wall time on a shared 2-core VM swings by ±30% between runs, so a difference of a few ms (the
 # warm overhead of loadscan above the floor) needs dozens of rounds to show. The user-space
@@ -77,8 +77,9 @@ end
 if $PROGRAM_NAME == __FILE__
   opts = { fixture: "gems-200", jobs: [Etc.nprocessors, 4].min }
   OptionParser.new do |o|
-    o.banner = "usage: ruby bench/instructions.rb [--gems N | --debian] [--jobs N]"
+    o.banner = "usage: ruby bench/instructions.rb [--gems N | --plain N | --debian] [--jobs N]"
     o.on("--gems N", Integer) { |n| opts[:fixture] = "gems-#{n}" }
+    o.on("--plain N", Integer, "the app with gem dirs put on $LOAD_PATH by hand, no Bundler") { |n| opts[:fixture] = "plain-#{n}" }
     o.on("--debian") { opts[:fixture] = "debian" }
     o.on("--jobs N", Integer) { |n| opts[:jobs] = n }
     o.on("--only LIST", Array, "variants (stock takes longest under valgrind: minutes from 400 gems)") { |v| opts[:only] = v }

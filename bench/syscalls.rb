@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 # File-system syscalls per boot variant (warm caches), under strace:
 #
-#   ruby bench/syscalls.rb [--gems 200 | --debian]
+#   ruby bench/syscalls.rb [--gems 200 | --plain 200 | --debian]
 #
 # 1. `strace -f -c -e trace=openat,stat,newfstatat,statx,access,readlink` per variant: calls and
 #    errors per syscall. Ruby 3.1 on Debian 12 (glibc 2.36, x86_64) probes with openat and
@@ -18,6 +18,7 @@ require_relative "boot"
 opts = { fixture: "gems-200" }
 OptionParser.new do |o|
   o.on("--gems N", Integer) { |n| opts[:fixture] = "gems-#{n}" }
+  o.on("--plain N", Integer, "the app with gem dirs put on $LOAD_PATH by hand, no Bundler") { |n| opts[:fixture] = "plain-#{n}" }
   o.on("--debian") { opts[:fixture] = "debian" }
 end.parse!
 abort "bench: strace not found (bin/setup installs it)" unless system("strace -V >/dev/null 2>&1")

@@ -13,7 +13,10 @@
 #   altogether;
 # - "rubygems": on `Kernel#gem_original_require`, below RubyGems, where loadscan sits. RubyGems'
 #   `require` runs for every feature exactly as in a stock boot (default-gem activation
-#   included): the floor of a cache that changes nothing but the search.
+#   included): the floor of a cache that changes nothing but the search. Under Bundler with
+#   RubyGems < 3.5, `bundler/setup` has already rebound `Kernel#require` to Ruby's C require
+#   (RubyGems' activation is off), so nothing calls `gem_original_require` any more: the search
+#   is `Kernel#require` itself, and the oracle sits there (the same place as the default then).
 BENCH_ORACLE_MAP = Marshal.load(File.binread(ENV.fetch("BENCH_ORACLE_MAP")))
 BENCH_ORACLE_DONE = {}
 module BenchOracle
@@ -39,7 +42,10 @@ module BenchOracle
   end
 end
 
-if ENV["BENCH_ORACLE_BELOW"] == "rubygems" && Kernel.private_method_defined?(:gem_original_require)
+# Kernel#require is Ruby's C method (no source location) without RubyGems, or after Bundler
+# reversed RubyGems' mixin.
+if ENV["BENCH_ORACLE_BELOW"] == "rubygems" && Kernel.private_method_defined?(:gem_original_require) &&
+   Kernel.instance_method(:require).source_location
   BenchOracle.decorate(Kernel, :gem_original_require)
 else
   BenchOracle.decorate(Kernel, :require)

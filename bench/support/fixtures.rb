@@ -7,29 +7,62 @@ module Bench
   # The benchmark's own copies of the fixture trees (tmp/bench/fixtures/…), generated on
   # first use by fixtures/app.rb and fixtures/debian_tree.rb, plus the oracle maps.
   module Fixtures
-    DIR = File.join(OUT_DIR, "fixtures")
+    # One set per Ruby minor (tmp/bench/fixtures/ruby-3.1/gems-200): a fixture's C extensions
+    # link that Ruby's libruby and its Gemfile.lock names that Ruby's Bundler, so benchmarks on
+    # two Rubies at once do not regenerate each other's trees.
+    RUBY_TAG = "ruby-#{RUBY_VERSION[/\A\d+\.\d+/]}"
+    DIR = File.join(OUT_DIR, "fixtures", RUBY_TAG)
     PRELUDES = File.join(ROOT, "bench", "preludes")
 
     module_function
 
-    # Name, root dir and boot.rb of a fixture: "gems-200" or "debian".
+    # Name, root dir and boot.rb of a fixture:
+    # - "gems-N": the generated app as a real Bundler app (fixtures/bundle.rb: N installed gems in
+    #   a gem home inside the fixture, a Gemfile.lock, boot.rb starting with `require "bundler/setup"`);
+    # - "plain-N": the same app with its gem dirs put on $LOAD_PATH by hand (fixtures/app.rb, the
+    #   fixture of sessions 1–3: no Bundler at boot);
+    # - "debian": the Debian-packages tree (fixtures/debian_tree.rb, dirs put on $LOAD_PATH by hand).
+    # Generated on first use, again when a generator changed, and again when another Ruby asks for
+    # it (the C extensions are built against, and the Gemfile.lock locked by, the Ruby that generated it).
     def ensure(name, regen: false)
       root = File.join(DIR, name)
       boot = File.join(root, "boot.rb")
+      stamp = File.join(root, ".generated-by")
       generators = Dir[File.join(ROOT, "fixtures", "*.rb")].map { |f| File.mtime(f) }.max
-      if regen || !File.exist?(boot) || File.mtime(boot) < generators
+      fresh = File.exist?(boot) && File.mtime(boot) >= generators && File.exist?(stamp) && File.read(stamp) == ruby_stamp
+      if regen || !fresh
         warn "bench: generating fixture #{name} in #{root}"
-        ok = if name == "debian"
-               system(RUBY, File.join(ROOT, "fixtures", "debian_tree.rb"), "--out", root, out: File::NULL)
-             elsif (n = name[/\Agems-(\d+)\z/, 1])
-               system(RUBY, File.join(ROOT, "fixtures", "app.rb"), "--out", root, "--gems", n, out: File::NULL)
-             else
-               raise ArgumentError, "unknown fixture #{name}"
-             end
+        n = name[/\A(?:gems|plain)-(\d+)\z/, 1]
+        script = if name == "debian" then ["debian_tree.rb"]
+                 elsif n && name.start_with?("gems-") then ["bundle.rb", "--gems", n]
+                 elsif n then ["app.rb", "--gems", n]
+                 else raise ArgumentError, "unknown fixture #{name}"
+                 end
+        FileUtils.rm_rf(root) # the generators wipe only what they write
+        ok = system(RUBY, File.join(ROOT, "fixtures", script[0]), "--out", root, *script.drop(1), out: File::NULL)
         raise "fixture #{name}: generator failed" unless ok
+
+        File.write(stamp, ruby_stamp)
         FileUtils.rm_f(oracle_map(name))
       end
-      { name: name, root: root, boot: boot, app: File.join(root, "app"), gems: File.join(root, "gems") }
+      bundle = File.exist?(File.join(root, "bundle.marshal"))
+      { name: name, root: root, boot: boot, app: File.join(root, "app"), bundler: bundle,
+        gems: bundle ? File.join(root, "gem_home", "gems") : File.join(root, "gems") }
+    end
+
+    def ruby_stamp = "#{RUBY} #{RUBY_DESCRIPTION}"
+
+    # Whether Bootsnap's prelude can run on this fixture: under Bundler, only when the Gemfile
+    # has it (fixtures/bundle.rb adds it when this Ruby has it installed: Debian's, not 3.3's).
+    def bootsnap?(fx)
+      @bootsnap ||= {}
+      @bootsnap.fetch(fx[:root]) do
+        @bootsnap[fx[:root]] = if fx[:bundler]
+                                 File.read(File.join(fx[:root], "Gemfile")).match?(/^gem "bootsnap"/)
+                               else
+                                 system(RUBY, "-e", 'require "bootsnap"', out: File::NULL, err: File::NULL)
+                               end
+      end
     end
 
     # Whether the Debian packages the realistic tree is built from are installed.
@@ -37,7 +70,10 @@ module Bench
       system(RUBY, File.join(ROOT, "fixtures", "debian_tree.rb"), "--check", out: File::NULL, err: File::NULL)
     end
 
-    def oracle_map(name) = File.join(OUT_DIR, "oracle", "#{name}.marshal")
+    def oracle_map(name) = File.join(OUT_DIR, "oracle", RUBY_TAG, "#{name}.marshal")
+
+    # Where a fixture's variants keep their caches.
+    def cache_dir(fx) = File.join(OUT_DIR, "cache", RUBY_TAG, fx[:name])
 
     # The feature→absolute path map of a stock boot, recorded once (bench/preludes/record.rb).
     def ensure_oracle(fx)
@@ -51,10 +87,17 @@ module Bench
 
     def prelude(name) = File.join(PRELUDES, "#{name}.rb")
 
-    # The fixture's gems are installed gems, as under Bundler: on GEM_PATH, so Bootsnap and
-    # loadscan both treat them as stable (one check per entry, not per directory).
+    # The fixture's gems are installed gems: on GEM_PATH, so Bootsnap and loadscan both treat
+    # them as stable (one check per entry, not per directory). A Bundler fixture boots with the
+    # environment it was locked with (BUNDLE_GEMFILE, GEM_HOME = its gem home, GEM_PATH = that +
+    # Ruby's own gem dirs); the others have their gem dirs put on GEM_PATH.
     def gem_env(fx)
-      { "GEM_PATH" => [fx[:gems], *Gem.path].join(File::PATH_SEPARATOR) }
+      if fx[:bundler]
+        @bundle_env ||= {}
+        @bundle_env[fx[:root]] ||= Marshal.load(File.binread(File.join(fx[:root], "bundle.marshal")))[:env] # rubocop:disable Security/MarshalLoad
+      else
+        { "GEM_PATH" => [fx[:gems], *Gem.path].join(File::PATH_SEPARATOR) }
+      end
     end
 
     # Sets the mtime of every file and directory under dir to a new time (as a fresh
