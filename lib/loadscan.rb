@@ -37,8 +37,16 @@ module Loadscan
       Warnings.once(:cache, warning) if warning
       Native.sync
       require_relative "loadscan/core_ext/kernel"
+      unless CoreExt.attach
+        Native.stop
+        Warnings.once(:disengaged, "Ruby's own require is bound nowhere in Kernel (something replaced every " \
+                                   "binding of it before loadscan was set up); booting with Ruby's own require")
+        return false
+      end
       install_at_exit_save
       @active = true
+      CoreExt.check
+      true
     end
 
     # Writes the cache now if anything changed since it was read (loadscan also does this at
@@ -67,9 +75,20 @@ module Loadscan
       active? ? Native.lookup(feature) : :unknown
     end
 
-    # Counters: entries scanned, features indexed, scans run, load-path entries followed.
+    # Whether a plain `require` reaches loadscan right now (false before setup, or when
+    # something in front of it no longer calls the require it replaced: then loadscan has
+    # warned once).
+    def engaged?
+      active? && CoreExt.engaged?
+    end
+
+    # Counters: `hits` (requires the index answered), `deferred` (left to Ruby's own
+    # require) and `left_to_ruby` (those by reason: `missing`, `not_feature` — absolute or
+    # `./` paths —, `not_string`, `loaded` under another spelling or being loaded, `blind_spot`,
+    # `unavailable`), `engaged` (see engaged?), entries scanned, features indexed, timings.
     def stats
-      active? ? Native.stats : nil
+      stats = active? ? Native.stats : nil
+      stats&.merge(engaged: CoreExt.engaged?)
     end
 
     # Everything the scanner worked around, as `[kind, message]` pairs (`:loop`, `:unreadable`,

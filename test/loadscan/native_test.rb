@@ -43,7 +43,7 @@ class NativeTest < Minitest::Test
   def test_disable_leaves_require_alone
     out, err, status = Open3.capture3({ "LOADSCAN_DISABLE" => "1", "RUBYOPT" => nil }, RbConfig.ruby, "-e",
                                       "require #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}; " \
-                                      "print [Loadscan.active?, Kernel.private_method_defined?(:loadscan_original_gem_original_require)].inspect")
+                                      "print [Loadscan.active?, Kernel.private_method_defined?(:loadscan_c_require)].inspect")
     assert status.success?, err
     assert_equal "[false, false]", out
   end

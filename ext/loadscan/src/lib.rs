@@ -6,7 +6,8 @@
 //! - `save(pause)` — write the cache if anything changed;
 //! - `resolve(feature)` — the path `require` would load now, or `nil` (Ruby decides);
 //! - `lookup(feature)` — the index's answer: a path, `:missing` or `:unknown`;
-//! - `sync`, `problems`, `stats`.
+//! - `sync`, `problems`, `stats`;
+//! - `probes`, `PROBE` — how many times the probe feature reached `resolve` (is loadscan engaged?).
 
 mod load_path;
 mod nogvl;
@@ -98,18 +99,26 @@ fn report_problems(ruby: &Ruby) {
 }
 
 /// `resolve(feature)`: the absolute path to require, `false` when Ruby would answer `false`
-/// (already loaded), or `nil` when Ruby's own `require` must decide.
-fn resolve(ruby: &Ruby, feature: Value) -> Value {
+/// (already loaded), or `nil` when Ruby's own `require` must decide. The probe feature
+/// (`Loadscan::Native::PROBE`) is counted and raises a `LoadError` without a `path`, so no
+/// layer in front of loadscan does anything with it (RubyGems retries only its own path).
+fn resolve(ruby: &Ruby, feature: Value) -> Result<Value, Error> {
     let answer = match string_bytes(feature) {
         Some(bytes) => match resolver::resolve(&bytes) {
             resolver::Resolved::Path(p) => path_string(ruby, &p, feature).as_value(),
             resolver::Resolved::Loaded => ruby.qfalse().as_value(),
-            resolver::Resolved::Defer => ruby.qnil().as_value(),
+            resolver::Resolved::Defer(_) => ruby.qnil().as_value(),
+            resolver::Resolved::Probe => {
+                return Err(Error::new(ruby.exception_load_error(), "loadscan: probe reached the decorator"))
+            }
         },
-        None => ruby.qnil().as_value(),
+        None => {
+            resolver::count_deferred(resolver::Reason::NotString);
+            ruby.qnil().as_value()
+        }
     };
     report_problems(ruby);
-    answer
+    Ok(answer)
 }
 
 fn lookup(ruby: &Ruby, feature: Value) -> Value {
@@ -168,7 +177,12 @@ fn stats(ruby: &Ruby) -> Result<Option<RHash>, Error> {
     h.aset(ruby.to_symbol("scans"), s.scans)?;
     h.aset(ruby.to_symbol("load_path_entries"), s.load_path_entries)?;
     h.aset(ruby.to_symbol("hits"), s.hits)?;
-    h.aset(ruby.to_symbol("deferred"), s.deferred)?;
+    h.aset(ruby.to_symbol("deferred"), s.deferred.iter().sum::<usize>())?;
+    let why = ruby.hash_new();
+    for (reason, n) in resolver::Reason::ALL.iter().zip(s.deferred) {
+        why.aset(ruby.to_symbol(reason.name()), n)?;
+    }
+    h.aset(ruby.to_symbol("left_to_ruby"), why)?;
     let ms = |d: std::time::Duration| (d.as_secs_f64() * 1e5).round() / 100.0;
     h.aset(ruby.to_symbol("cache_load_ms"), ms(s.timings.load))?;
     h.aset(ruby.to_symbol("expand_ms"), ms(s.timings.expand))?;
@@ -189,5 +203,9 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("sync", function!(sync, 0))?;
     native.define_module_function("problems", function!(problems, 0))?;
     native.define_module_function("stats", function!(stats, 0))?;
+    native.define_module_function("probes", function!(resolver::probes, 0))?;
+    let probe = ruby.str_from_slice(resolver::PROBE);
+    probe.freeze();
+    native.const_set("PROBE", probe)?;
     Ok(())
 }

@@ -52,9 +52,20 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 /// so it is an atomic rather than a trip through the lock).
 static UNREPORTED: AtomicBool = AtomicBool::new(false);
 const MAX_PROBLEMS: usize = 1000;
-/// Requires answered by the index (a path, or `false`), and requires left to Ruby.
+/// Requires answered by the index (a path, or `false`), and requires left to Ruby, by reason.
 static HITS: AtomicUsize = AtomicUsize::new(0);
-static DEFERRED: AtomicUsize = AtomicUsize::new(0);
+#[allow(clippy::declare_interior_mutable_const)] // only used to initialise DEFERRED
+const ZERO: AtomicUsize = AtomicUsize::new(0);
+static DEFERRED: [AtomicUsize; Reason::ALL.len()] = [ZERO; Reason::ALL.len()];
+/// Probes that reached the decorator (see `PROBE`).
+static PROBES: AtomicUsize = AtomicUsize::new(0);
+
+/// The feature `Loadscan::CoreExt` requires to find out whether a plain `require` still reaches
+/// loadscan: a bare feature, so that it takes the way of every searching require (a layer in
+/// front that answers features itself — Bootsnap's load path cache — answers this one too and
+/// so shows that it stands in the way), with a newline in a directory name, so that no
+/// load-path entry has it if it reaches Ruby's own search instead.
+pub const PROBE: &[u8] = b"loadscan\n/probe";
 
 /// What a lookup gives back to Ruby.
 pub enum Answer {
@@ -113,7 +124,7 @@ pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<C
         scans: 0,
     };
     HITS.store(0, Ordering::Relaxed);
-    DEFERRED.store(0, Ordering::Relaxed);
+    DEFERRED.iter().for_each(|c| c.store(0, Ordering::Relaxed));
     *STATE.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
     warning
 }
@@ -239,8 +250,57 @@ pub enum Resolved {
     Path(Vec<u8>),
     /// Stock Ruby would return `false` without loading anything (already loaded).
     Loaded,
-    /// Ask Ruby's own `require`.
-    Defer,
+    /// Ask Ruby's own `require`, for this reason.
+    Defer(Reason),
+    /// The feature was `PROBE`: the decorator is reached.
+    Probe,
+}
+
+/// Why a require was left to Ruby (`Loadscan.stats[:left_to_ruby]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Not a String (`to_path`/`to_str` objects, wrong types: Ruby converts or raises).
+    NotString,
+    /// A path, not a feature to search for: absolute, `./`, `../`, `~`, empty, or with a NUL.
+    NotFeature,
+    /// No entry has it (Ruby searches, and raises its `LoadError`).
+    Missing,
+    /// A blind spot (unreadable directory, cut symlink loop, …) could change the answer.
+    BlindSpot,
+    /// Already loaded under another spelling, or being loaded right now: Ruby's own rules
+    /// (its wait, or its circular-require warning) decide.
+    Loaded,
+    /// Another thread was scanning, `$LOAD_PATH` could not be mirrored (an entry's `to_path`
+    /// raised, a `~` entry), or loadscan is stopped.
+    Unavailable,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 6] = [
+        Reason::NotString,
+        Reason::NotFeature,
+        Reason::Missing,
+        Reason::BlindSpot,
+        Reason::Loaded,
+        Reason::Unavailable,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::NotString => "not_string",
+            Reason::NotFeature => "not_feature",
+            Reason::Missing => "missing",
+            Reason::BlindSpot => "blind_spot",
+            Reason::Loaded => "loaded",
+            Reason::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// Counts a require left to Ruby (the binding also calls this for arguments it never hands
+/// to `resolve`).
+pub fn count_deferred(reason: Reason) {
+    DEFERRED[reason as usize].fetch_add(1, Ordering::Relaxed);
 }
 
 /// Ruby's `rb_feature_provided`: `Some(true)` when provided and not being loaded right now,
@@ -291,32 +351,50 @@ fn with_cstr<R>(bytes: &[u8], f: impl FnOnce(*const std::os::raw::c_char) -> R) 
 /// A feature being loaded right now (by this or another thread) always goes to Ruby, which
 /// waits or warns about the circular require.
 pub fn resolve(feature: &[u8]) -> Resolved {
+    if feature == PROBE {
+        PROBES.fetch_add(1, Ordering::Relaxed);
+        return Resolved::Probe;
+    }
     let answer = resolve_uncounted(feature);
-    let counter = if answer == Resolved::Defer { &DEFERRED } else { &HITS };
-    counter.fetch_add(1, Ordering::Relaxed);
+    match answer {
+        Resolved::Defer(reason) => count_deferred(reason),
+        _ => {
+            HITS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
     answer
 }
 
 fn resolve_uncounted(feature: &[u8]) -> Resolved {
     let found = with_synced(|s| {
-        let q = s.index.parse(feature)?;
+        let q = s.index.parse(feature).ok_or(Reason::NotFeature)?;
         let located = s.index.locate(&q);
         s.absorb_lazy();
         let path = match located {
             Located::Found(root, kind) => Some((s.index.path_of(root, &q.stem, kind), kind)),
             Located::Missing => None,
-            Located::Unknown => return None,
+            Located::Unknown => return Err(Reason::BlindSpot),
         };
-        Some((q.want, path))
+        Ok((q.want, path))
     });
-    let Some(Some((want, path))) = found else { return Resolved::Defer };
+    let (want, path) = match found {
+        Some(Ok(found)) => found,
+        Some(Err(reason)) => return Resolved::Defer(reason),
+        None => return Resolved::Defer(Reason::Unavailable),
+    };
     match (provided(feature), want, path) {
         (Some(false), _, Some((p, _))) => Resolved::Path(p),
+        (Some(false), _, None) => Resolved::Defer(Reason::Missing),
         (Some(true), Want::Rb | Want::Ext, _) => Resolved::Loaded,
         (Some(true), Want::Bare, None) => Resolved::Loaded,
         (Some(true), Want::Bare, Some((p, Kind::Rb | Kind::Ext))) if provided(&p) == Some(true) => Resolved::Loaded,
-        _ => Resolved::Defer,
+        _ => Resolved::Defer(Reason::Loaded),
     }
+}
+
+/// How many times `PROBE` reached `resolve` in this process.
+pub fn probes() -> usize {
+    PROBES.load(Ordering::Relaxed)
 }
 
 /// Syncs now (scanning new entries); returns how many roots are known.
@@ -359,7 +437,8 @@ pub struct Stats {
     pub scans: usize,
     pub load_path_entries: usize,
     pub hits: usize,
-    pub deferred: usize,
+    /// Requires left to Ruby, per `Reason` (in `Reason::ALL` order).
+    pub deferred: [usize; Reason::ALL.len()],
     pub timings: Timings,
     pub lazy: LazyStats,
 }
@@ -375,7 +454,7 @@ pub fn stats() -> Option<Stats> {
         scans: s.scans,
         load_path_entries: s.load_path.entries().len(),
         hits: HITS.load(Ordering::Relaxed),
-        deferred: DEFERRED.load(Ordering::Relaxed),
+        deferred: std::array::from_fn(|i| DEFERRED[i].load(Ordering::Relaxed)),
         timings: s.timings,
         lazy: s.index.lazy_stats(),
     })

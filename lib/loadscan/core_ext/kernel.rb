@@ -1,52 +1,163 @@
 # frozen_string_literal: true
 
-# The `require` decorator, installed where Ruby's own load-path search is reached:
+# loadscan's place in `require`: in front of Ruby's own C `require` (the function that searches
+# `$LOAD_PATH`), wherever it is bound. What is bound where depends on what was set up, and in
+# which order:
 #
-# - under RubyGems, `Kernel#gem_original_require` (Ruby's C `require`, which RubyGems' `require`
-#   calls after its own work: default-gem and dependency activation, which may change
-#   `$LOAD_PATH`). RubyGems keeps seeing the feature exactly as given, so activation, its
-#   `LoadError` retries and error messages are untouched; only the search below it is replaced;
-# - without RubyGems (`--disable-gems`), `Kernel#require` itself;
-# - always the singleton `Kernel.require` (Ruby's C function, which RubyGems leaves alone).
+#   RubyGems alone             Kernel#require (RubyGems) → Kernel#gem_original_require (C)
+#   bundler/setup, RubyGems < 3.5
+#                              Kernel#require (C), Kernel.require (C), Kernel#gem_original_require (C)
+#   bundler/setup, Ruby 3.3    Kernel#require (bundled_gems) → Kernel#no_warning_require (RubyGems)
+#                              → Kernel#gem_original_require (C); Kernel.require (bundled_gems)
+#                              → Kernel.no_warning_require (C)
+#   Bootsnap, Zeitwerk         Kernel#require (theirs) → Kernel#require_without_bootsnap /
+#                              zeitwerk_original_require (whatever was there before)
+#   --disable-gems             Kernel#require (C), Kernel.require (C)
 #
-# Each decorated method resolves the feature from the index and requires the resulting
-# absolute path with the original method, so Ruby still does the loading, the locking,
-# `$LOADED_FEATURES` and the `true`/`false` result. When Ruby itself would answer `false`
-# without loading anything (the feature and the file its search would reach are loaded), the
-# decorator answers `false` at once. Where the index has no exact answer (not
-# found, already loaded under some spelling, absolute or `./` paths, non-String arguments) the
-# feature goes to the original untouched.
+# So loadscan takes the place of *every* binding of the C function in Kernel and in Kernel's
+# singleton class, whatever its name, and watches both for new ones (`bundler/setup` rebinding
+# `require` after loadscan was set up): whatever stands in front — RubyGems with its activation
+# and `LoadError` retry, Bundler, Bootsnap, Zeitwerk — still sees each feature as written, and
+# whatever ends up calling Ruby's search calls loadscan instead.
+#
+# The decorator resolves the feature from the index and requires the resulting absolute path
+# with Ruby's C `require`, so Ruby still does the loading, the locking, `$LOADED_FEATURES` and
+# the `true`/`false` result. When Ruby itself would answer `false` without loading anything,
+# it answers `false` at once. Where the index has no exact answer (not found, already loaded
+# under another spelling, absolute or `./` paths, non-String arguments) the feature goes to
+# Ruby's C `require` untouched.
 #
 # Deliberately not intercepted: `require_relative` and `load` (they never search `$LOAD_PATH`
-# by feature name). `autoload` reaches `Kernel#require` in Ruby 3.1 and is served through it.
-module Loadscan
-  module CoreExt
-    # One body for every decorated method; `%<name>s` is the method's name.
-    DECORATOR = <<~'RUBY'
-      def %<name>s(feature)
-        abspath = Loadscan::Native.resolve(feature)
-        return false if abspath == false # already loaded: what Ruby would answer
-        if abspath
-          begin
-            return loadscan_original_%<name>s(abspath)
-          rescue LoadError => error
-            # Raised while loading something else inside that file: not ours to second-guess.
-            raise unless error.path == abspath
-            # The indexed file vanished or became unreadable since the scan: Ruby decides below.
-          end
-        end
-        loadscan_original_%<name>s(feature)
-      end
-    RUBY
+# by feature name). `autoload` reaches `Kernel#require` and is served through it.
+module Kernel
+  private
 
-    def self.decorate(owner, name)
-      owner.alias_method(:"loadscan_original_#{name}", name)
-      owner.send(:private, :"loadscan_original_#{name}")
-      owner.class_eval(format(DECORATOR, name: name), __FILE__, __LINE__)
-      owner.send(:private, name) if owner == Kernel
+  # Every binding of Ruby's C `require` becomes an alias of this method. (Its own alias to the
+  # C function, `loadscan_c_require`, is made in Loadscan::CoreExt.attach.)
+  def loadscan_require(feature)
+    abspath = Loadscan::Native.resolve(feature)
+    return false if abspath == false # already loaded: what Ruby would answer
+
+    if abspath
+      begin
+        return loadscan_c_require(abspath)
+      rescue LoadError => error
+        # Raised while loading something else inside that file: not ours to second-guess.
+        raise unless error.path == abspath
+        # The indexed file vanished or became unreadable since the scan: Ruby decides below.
+      end
     end
+    loadscan_c_require(feature)
   end
 end
 
-Loadscan::CoreExt.decorate(Kernel, Kernel.private_method_defined?(:gem_original_require) ? :gem_original_require : :require)
-Loadscan::CoreExt.decorate(Kernel.singleton_class, :require)
+module Loadscan
+  # Keeps loadscan in front of Ruby's C `require` (see the top of this file).
+  module CoreExt
+    DECORATOR = :loadscan_require
+    C_REQUIRE = :loadscan_c_require
+    OWNERS = [Kernel, Kernel.singleton_class].freeze
+
+    class << self
+      # Puts loadscan in place of every binding of Ruby's C `require` and starts watching Kernel.
+      # Returns false when Ruby's C `require` is bound nowhere (then nothing changed).
+      def attach
+        taken = OWNERS.sum { |owner| c_bindings(owner).each { |name| take(owner, name) }.size }
+        Kernel.singleton_class.prepend(Watch)
+        @attached = true
+        taken.positive?
+      end
+
+      # Whether a plain `require` (and `Kernel.require`) reach loadscan now: requires the probe
+      # feature through each and counts what arrives. Nothing is searched or loaded either way.
+      def engaged?
+        return false unless @attached
+
+        [TOPLEVEL_BINDING.receiver, Kernel].all? { |receiver| reaches?(receiver) }
+      end
+
+      # Called by Watch when a method named `name` was (re)defined in `owner`.
+      def method_added(owner, name)
+        return if !@attached || @busy || name.start_with?("loadscan_")
+
+        @busy = true # taking a binding defines methods too
+        begin
+          take(owner, name) if c_binding?(owner, name)
+          check if name == :require
+        ensure
+          @busy = false
+        end
+      end
+
+      # Warns once when `require` no longer reaches loadscan, naming what stands in front; and
+      # once when Bootsnap's load path cache stands in front (it answers most requires itself, so
+      # loadscan only sees what it leaves).
+      def check
+        if Kernel.private_method_defined?(:require_without_bootsnap)
+          Warnings.once(:bootsnap, "Bootsnap's load path cache answers requires before loadscan: pass " \
+                                   "`load_path_cache: false` to Bootsnap.setup (its compile cache works with loadscan)")
+        end
+        return if engaged?
+
+        culprit = Kernel.instance_method(:require).source_location&.join(":") || "a C function"
+        Warnings.once(:disengaged, "`require` no longer reaches loadscan: Kernel#require (#{culprit}) does not " \
+                                   "call the require it replaced; set loadscan up after it")
+      end
+
+      private
+
+      # Names in `owner` bound to Ruby's C `require` (not yet replaced by loadscan).
+      def c_bindings(owner)
+        (owner.private_instance_methods(false) + owner.public_instance_methods(false)).select do |name|
+          !name.start_with?("loadscan_") && c_binding?(owner, name)
+        end
+      end
+
+      def c_binding?(owner, name)
+        m = owner.instance_method(name)
+        m.owner == owner && m.original_name == :require && m.source_location.nil?
+      rescue NameError
+        false
+      end
+
+      # Replaces `owner`'s `name` by the decorator, keeping its visibility. The first binding
+      # taken also becomes `loadscan_c_require`, the decorator's way to Ruby's C function (one in
+      # Kernel serves Kernel's singleton class too: Kernel is among its ancestors).
+      def take(owner, name)
+        unless owner.private_method_defined?(C_REQUIRE)
+          owner.send(:alias_method, C_REQUIRE, name)
+          owner.send(:private, C_REQUIRE)
+        end
+        visibility = owner.private_method_defined?(name, false) ? :private : :public
+        owner.send(:alias_method, name, DECORATOR)
+        owner.send(visibility, name)
+      end
+
+      def reaches?(receiver)
+        before = Native.probes
+        begin
+          receiver.send(:require, Native::PROBE)
+        rescue StandardError, ScriptError
+          nil # the probe's own LoadError, or whatever a layer in front made of it
+        end
+        Native.probes > before
+      end
+    end
+
+    # Prepended to Kernel's singleton class: hears of every method (re)defined in Kernel or on
+    # Kernel itself, and passes the news on.
+    module Watch
+      private
+
+      def method_added(name)
+        super
+        Loadscan::CoreExt.method_added(Kernel, name)
+      end
+
+      def singleton_method_added(name)
+        super
+        Loadscan::CoreExt.method_added(Kernel.singleton_class, name)
+      end
+    end
+  end
+end

@@ -1,0 +1,146 @@
+# frozen_string_literal: true
+
+require_relative "../test_helper"
+require_relative "../support/bundler_app"
+
+# Boots through real Bundler, in every order a user sets things up, on whichever Ruby runs the
+# suite: each boot must load exactly what stock Ruby loads, with loadscan engaged and answering
+# most requires, and warm boots must make at most a tenth of stock's failed `openat` calls.
+class BundlerTest < Minitest::Test
+  App = Loadscan::TestSupport::BundlerApp
+
+  # Apps are made once per run (bundle lock, rails new) and shared by the tests, which only
+  # read them (each boot gets its own cache dir).
+  def self.apps
+    @apps ||= begin
+      dir = File.realpath(Dir.mktmpdir("loadscan-bundler"))
+      Minitest.after_run { FileUtils.rm_rf(dir) }
+      { dir: dir, plain: App.plain_app(dir), rails: App.rails_app(dir) }
+    end
+  end
+
+  # A fraction of the requires that search $LOAD_PATH the index must answer (measured: 99%
+  # and more; the rest are optional requires of missing features and `./` paths).
+  MIN_ANSWERED = 0.9
+  # At most this fraction of a stock boot's failed openat (the issue's bound).
+  MAX_FAILED_OPENS = 0.1
+
+  # The plain app booted `cmd` in `order`; stock, cold and warm loadscan compared.
+  def assert_engaged_boot(app, cmd, order)
+    env = { "BOOT_ORDER" => order }
+    stock = App.boot(app, cmd, env: env.merge("LOADSCAN_TEST_STOCK" => "1"), strace: true)
+    Dir.mktmpdir("loadscan-cache") do |cache|
+      env["LOADSCAN_CACHE_DIR"] = cache
+      cold = App.boot(app, cmd, env: env)
+      warm = App.boot(app, cmd, env: env, strace: true)
+      [cold, warm].zip(%w[cold warm]).each do |boot, state|
+        label = "#{cmd.join(" ")} (#{order}, #{state})"
+        assert_equal stock.report["results"], boot.report["results"], label
+        assert_same_loaded_features stock.report["loaded_features"], boot.report["loaded_features"], label
+        assert_empty boot.stderr.lines.grep(/loadscan/), "#{label} warned:\n#{boot.stderr}"
+        assert_answered boot.report["stats"], stock.report["loaded_features"].size, label
+      end
+      assert_operator warm.failed_opens, :<=, MAX_FAILED_OPENS * stock.failed_opens,
+                      "#{cmd.join(" ")} (#{order}): warm failed openat #{warm.failed_opens} vs stock #{stock.failed_opens}"
+      [stock, warm]
+    end
+  end
+
+  def assert_answered(stats, features, label)
+    refute_nil stats, "#{label}: loadscan not active"
+    assert stats[:engaged], "#{label}: require does not reach loadscan"
+    searching = stats[:hits] + stats[:left_to_ruby].values_at(:missing, :blind_spot, :loaded, :unavailable).sum
+    assert_operator stats[:hits], :>=, MIN_ANSWERED * searching, "#{label}: #{stats.inspect}"
+    # Most of the boot's features came through the index, not just a handful.
+    assert_operator stats[:hits], :>=, features / 2, "#{label}: #{stats[:hits]} hits for #{features} features"
+  end
+
+  def test_loadscan_after_bundler_setup
+    assert_engaged_boot(self.class.apps[:plain], [App::RUBY, "boot.rb"], "after")
+  end
+
+  def test_loadscan_before_bundler_setup
+    assert_engaged_boot(self.class.apps[:plain], [App::RUBY, "boot.rb"], "before")
+  end
+
+  def test_bundle_exec
+    assert_engaged_boot(self.class.apps[:plain], [File.join(App::BINDIR, "bundle"), "exec", "ruby", "boot.rb"], "none")
+  end
+
+  def test_ruby_r_bundler_setup
+    assert_engaged_boot(self.class.apps[:plain], [App::RUBY, "-rbundler/setup", "boot.rb"], "none")
+  end
+
+  def test_rails_runner
+    app = self.class.apps[:rails]
+    skip "no Rails for #{RUBY_VERSION} here (Debian's Rails and its native gems are built for Ruby 3.1)" unless app
+
+    code = App::REPORT
+    cmd = [App::RUBY, "bin/rails", "runner", code]
+    %w[development production].each do |rails_env|
+      env = { "RAILS_ENV" => rails_env, "SECRET_KEY_BASE" => "x" * 64 }
+      stock = App.boot(app, cmd, env: env.merge("LOADSCAN_TEST_STOCK" => "1"), strace: true)
+      Dir.mktmpdir("loadscan-cache") do |cache|
+        env["LOADSCAN_CACHE_DIR"] = cache
+        App.boot(app, cmd, env: env) # cold
+        warm = App.boot(app, cmd, env: env, strace: true)
+        assert_same_loaded_features stock.report["loaded_features"], warm.report["loaded_features"], rails_env
+        assert_empty warm.stderr.lines.grep(/loadscan/), warm.stderr
+        assert_answered warm.report["stats"], stock.report["loaded_features"].size, "rails #{rails_env}"
+        assert_operator warm.failed_opens, :<=, MAX_FAILED_OPENS * stock.failed_opens,
+                        "rails #{rails_env}: warm failed openat #{warm.failed_opens} vs stock #{stock.failed_opens}"
+      end
+    end
+  end
+
+  # Another library puts Ruby's C require back in place of loadscan after setup, as
+  # `bundler/setup` does with RubyGems < 3.5: loadscan takes that binding over too.
+  def test_a_later_rebinding_of_require_is_taken_over
+    prelude = write_prelude(<<~RUBY)
+      c_require = Kernel.instance_method(:loadscan_c_require) # Ruby's own, as captured by the library
+      Kernel.send(:remove_method, :require)
+      Kernel.send(:define_method, :require, c_require)
+      Kernel.send(:private, :require)
+    RUBY
+    stock, boot = boot_with_prelude(prelude)
+    assert_same_loaded_features stock.report["loaded_features"], boot.report["loaded_features"]
+    assert_empty boot.stderr.lines.grep(/loadscan/), boot.stderr
+    assert_answered boot.report["stats"], stock.report["loaded_features"].size, "rebound"
+  end
+
+  # A library wraps `require` around a C require it captured itself (not through Kernel):
+  # loadscan cannot be in the way, so it says so, once, and the boot stays stock.
+  def test_a_require_that_bypasses_loadscan_is_reported_once
+    prelude = write_prelude(<<~RUBY)
+      c_require = Kernel.instance_method(:loadscan_c_require)
+      Kernel.send(:define_method, :require) { |feature| c_require.bind_call(self, feature) }
+      Kernel.send(:private, :require)
+    RUBY
+    stock, boot = boot_with_prelude(prelude)
+    assert_same_loaded_features stock.report["loaded_features"], boot.report["loaded_features"]
+    warnings = boot.stderr.lines.grep(/loadscan/)
+    assert_equal 1, warnings.size, boot.stderr
+    assert_match(/`require` no longer reaches loadscan: Kernel#require \(#{Regexp.escape(@prelude_path)}:\d+\)/, warnings.first)
+    refute boot.report["stats"][:engaged]
+  end
+
+  private
+
+  def write_prelude(code)
+    @prelude_path = File.join(self.class.apps[:dir], "prelude-#{name}.rb")
+    File.write(@prelude_path, code)
+    @prelude_path
+  end
+
+  # The prelude runs after both setups (and in the stock boot, after Bundler's).
+  def boot_with_prelude(prelude)
+    app = self.class.apps[:plain]
+    env = { "BOOT_ORDER" => "after", "BOOT_PRELUDE" => prelude }
+    stock_prelude = File.join(File.dirname(prelude), "stock-#{File.basename(prelude)}")
+    File.write(stock_prelude, File.read(prelude).sub(":loadscan_c_require", ":gem_original_require"))
+    stock = App.boot(app, [App::RUBY, "boot.rb"], env: env.merge("LOADSCAN_TEST_STOCK" => "1", "BOOT_PRELUDE" => stock_prelude))
+    Dir.mktmpdir("loadscan-cache") do |cache|
+      [stock, App.boot(app, [App::RUBY, "boot.rb"], env: env.merge("LOADSCAN_CACHE_DIR" => cache))]
+    end
+  end
+end

@@ -1,0 +1,143 @@
+# frozen_string_literal: true
+
+require "open3"
+require "rbconfig"
+require "tmpdir"
+require "fileutils"
+
+module Loadscan
+  module TestSupport
+    # Real Bundler apps, made the way a user makes one: a Gemfile naming installed gems and
+    # loadscan itself (`gem "loadscan", path: …`), a Gemfile.lock from `bundle lock --local`
+    # (rubygems.org is not reachable here), and boots through `bundler/setup`, `bundle exec` or
+    # a generated Rails app's `bin/rails`. Each boot can run under strace, to count the `openat`
+    # calls that failed.
+    module BundlerApp
+      RUBY = RbConfig.ruby
+      BINDIR = RbConfig::CONFIG["bindir"]
+      # Debian's gems belong to Ruby 3.1; another Ruby sees its own gems, plus Debian's
+      # pure-Ruby ones when they are put on GEM_PATH (shared/rubies/README.md).
+      DEBIAN_GEMS = "/usr/share/rubygems-integration/all"
+
+      # Gems every Ruby here has (pure Ruby), and native ones Debian built for its own Ruby.
+      COMMON_GEMS = %w[activesupport rack thor rake builder erubi i18n tzinfo].freeze
+      NATIVE_GEMS = %w[nokogiri sqlite3].freeze
+
+      module_function
+
+      # Debian's own Ruby sees Debian's gems (pure and native) without help.
+      def debian_ruby?
+        Gem.default_path.include?(DEBIAN_GEMS)
+      end
+
+      # What every process of an app needs in its environment: this Ruby's tools first on PATH,
+      # and on a non-Debian Ruby, Debian's pure-Ruby gems on GEM_PATH.
+      def env(app)
+        env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile"), "PATH" => "#{BINDIR}:#{ENV.fetch("PATH")}",
+                "RUBYOPT" => nil, "RUBYLIB" => nil, "BUNDLE_FROZEN" => "true", "BUNDLE_APP_CONFIG" => File.join(app, ".bundle") }
+        unless debian_ruby?
+          env["GEM_PATH"] = [Gem.default_dir, DEBIAN_GEMS].join(File::PATH_SEPARATOR)
+        end
+        env
+      end
+
+      def gems
+        debian_ruby? ? COMMON_GEMS + NATIVE_GEMS : COMMON_GEMS
+      end
+
+      # Writes a Gemfile (`gems` plus loadscan from this checkout, as the README's Gemfile line
+      # says) and locks it offline.
+      def lock(app, gems)
+        File.write(File.join(app, "Gemfile"), <<~RUBY)
+          source "https://rubygems.org"
+          #{gems.map { |g| "gem #{g.inspect}" }.join("\n")}
+          gem "loadscan", path: #{ROOT.inspect}, require: false
+        RUBY
+        out, status = Open3.capture2e(env(app).merge("BUNDLE_FROZEN" => nil), File.join(BINDIR, "bundle"), "lock", "--local",
+                                      chdir: app)
+        raise "bundle lock --local failed in #{app}:\n#{out}" unless status.success?
+      end
+
+      # A plain Bundler app whose boot.rb does what config/boot.rb + config/application.rb do:
+      # set up Bundler (or not, when `bundle exec` / `-rbundler/setup` already did), set up
+      # loadscan (unless LOADSCAN_TEST_STOCK), then `require "active_support/all"`,
+      # `Bundler.require`, and a few requires stock apps make (an optional one that is missing).
+      # Where loadscan/setup goes is BOOT_ORDER: "after" (the README's way), "before" (by
+      # absolute path, ahead of Bundler) or "none" (the caller set Bundler up).
+      def plain_app(dir)
+        app = File.join(dir, "plain")
+        FileUtils.mkdir_p(app)
+        lock(app, gems)
+        File.write(File.join(app, "boot.rb"), <<~RUBY)
+          order = ENV.fetch("BOOT_ORDER")
+          stock = ENV["LOADSCAN_TEST_STOCK"]
+          require #{File.join(LIB, "loadscan/setup").inspect} if order == "before" && !stock
+          require "bundler/setup" unless order == "none"
+          require "loadscan/setup" unless order == "before" || stock
+          load ENV["BOOT_PRELUDE"] if ENV["BOOT_PRELUDE"]
+          results = []
+          try = lambda do |f|
+            results << [f, require(f)]
+          rescue LoadError => e
+            results << [f, e.class.name, e.message, e.path]
+          end
+          %w[active_support/all set json].each(&try)
+          Bundler.require
+          %w[rack/builder thor/group no/such/optional_gem set.rb json].each(&try)
+          #{REPORT}
+        RUBY
+        app
+      end
+
+      # `rails new --minimal` (Debian's Rails, offline), its Gemfile reduced to what is
+      # installed, plus `gem "loadscan", path: …`, and `require "loadscan/setup"` in
+      # config/boot.rb after `require "bundler/setup"`, as the README says.
+      def rails_app(dir)
+        rails = File.join(BINDIR, "rails")
+        return nil unless File.executable?(rails)
+
+        out, status = Open3.capture2e(env(dir).merge("BUNDLE_GEMFILE" => nil), rails, "new", "railsapp", "--minimal",
+                                      "--skip-bundle", "--skip-git", "--skip-javascript", "--skip-webpack-install",
+                                      chdir: dir)
+        raise "rails new failed:\n#{out}" unless status.success?
+
+        app = File.join(dir, "railsapp")
+        lock(app, %w[rails sqlite3 puma listen])
+        boot = File.join(app, "config", "boot.rb")
+        File.write(boot, File.read(boot).sub(%(require "bundler/setup"), <<~RUBY.chomp))
+          require "bundler/setup"
+          require "loadscan/setup" unless ENV["LOADSCAN_TEST_STOCK"]
+        RUBY
+        app
+      end
+
+      # What each boot reports (Marshal'd to LOADSCAN_TEST_REPORT).
+      REPORT = <<~RUBY
+        File.binwrite(ENV.fetch("LOADSCAN_TEST_REPORT"), Marshal.dump(
+          "loaded_features" => $LOADED_FEATURES.dup,
+          "load_path" => $LOAD_PATH.map(&:to_s),
+          "results" => (defined?(results) ? results : nil),
+          "stats" => (defined?(Loadscan) && Loadscan.respond_to?(:stats) ? Loadscan.stats : nil),
+        ))
+      RUBY
+
+      Boot = Struct.new(:report, :stderr, :failed_opens, keyword_init: true)
+
+      # Runs `cmd` in `app` and returns its report, stderr and (with strace) how many openat
+      # calls failed.
+      def boot(app, cmd, env: {}, strace: false)
+        Dir.mktmpdir("loadscan-boot") do |tmp|
+          report = File.join(tmp, "report.marshal")
+          trace = File.join(tmp, "trace")
+          full = env(app).merge("LOADSCAN_TEST_REPORT" => report).merge(env)
+          cmd = ["strace", "-f", "-qq", "-e", "trace=openat", "-o", trace, *cmd] if strace
+          _, err, status = Open3.capture3(full, *cmd, chdir: app)
+          raise "#{cmd.join(" ")} failed in #{app}:\n#{err}" unless status.success?
+
+          failed = File.foreach(trace).count { |l| l.include?("= -1 E") } if strace
+          Boot.new(report: Marshal.load(File.binread(report)), stderr: err, failed_opens: failed) # rubocop:disable Security/MarshalLoad
+        end
+      end
+    end
+  end
+end
