@@ -102,7 +102,12 @@ module Loadscan
 
       @at_exit_installed = true
       owner = Process.pid
-      at_exit { save if Process.pid == owner } # forked children (server workers) do not write
+      at_exit do
+        next unless Process.pid == owner # forked children (server workers) do not write
+
+        CoreExt.recheck
+        save
+      end
     end
 
     # Stops answering from the index; `require` behaves as stock Ruby. For tests.

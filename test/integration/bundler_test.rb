@@ -38,6 +38,8 @@ class BundlerTest < Minitest::Test
         assert_equal stock.report["results"], boot.report["results"], label
         assert_same_loaded_features stock.report["loaded_features"], boot.report["loaded_features"], label
         assert_empty boot.stderr.lines.grep(/loadscan/), "#{label} warned:\n#{boot.stderr}"
+        # Ruby's own warnings too (Ruby 3.3 warns about bundled gems, naming the requiring line).
+        assert_equal stock.stderr, boot.stderr, label
         assert_answered boot.report["stats"], stock.report["loaded_features"].size, label
       end
       assert_operator warm.failed_opens, :<=, MAX_FAILED_OPENS * stock.failed_opens,

@@ -39,7 +39,9 @@ pub struct LoadPath {
 impl LoadPath {
     /// Follows the given array (`$LOAD_PATH`). The snapshot is kept alive for the process.
     pub fn new(array: VALUE) -> Self {
-        let snapshot = unsafe { rb_sys::rb_ary_tmp_new(0) };
+        // A hidden array (no class: invisible to ObjectSpace), made with public API only
+        // (`rb_ary_tmp_new` was renamed in Ruby 3.2 and is not exported by 3.3).
+        let snapshot = unsafe { rb_sys::rb_obj_hide(rb_sys::rb_ary_new_capa(0)) };
         unsafe { rb_sys::rb_gc_register_mark_object(snapshot) };
         LoadPath {
             array,

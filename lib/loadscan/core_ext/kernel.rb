@@ -71,9 +71,7 @@ module Loadscan
       # Whether a plain `require` (and `Kernel.require`) reach loadscan now: requires the probe
       # feature through each and counts what arrives. Nothing is searched or loaded either way.
       def engaged?
-        return false unless @attached
-
-        [TOPLEVEL_BINDING.receiver, Kernel].all? { |receiver| reaches?(receiver) }
+        @attached == true && probe == :reached
       end
 
       # Called by Watch when a method named `name` was (re)defined in `owner`.
@@ -83,7 +81,7 @@ module Loadscan
         @busy = true # taking a binding defines methods too
         begin
           take(owner, name) if c_binding?(owner, name)
-          check if name == :require
+          check if name == :require || @unsure
         ensure
           @busy = false
         end
@@ -91,17 +89,26 @@ module Loadscan
 
       # Warns once when `require` no longer reaches loadscan, naming what stands in front; and
       # once when Bootsnap's load path cache stands in front (it answers most requires itself, so
-      # loadscan only sees what it leaves).
+      # loadscan only sees what it leaves). A probe that fails on the way (a library halfway
+      # through redefining `require`, as Ruby 3.3's bundled_gems is between its two aliases) is
+      # no verdict: the check runs again at the next definition in Kernel, and at exit.
       def check
         if Kernel.private_method_defined?(:require_without_bootsnap)
           Warnings.once(:bootsnap, "Bootsnap's load path cache answers requires before loadscan: pass " \
                                    "`load_path_cache: false` to Bootsnap.setup (its compile cache works with loadscan)")
         end
-        return if engaged?
+        result = probe
+        @unsure = result == :unsure
+        return unless result == :bypassed
 
         culprit = Kernel.instance_method(:require).source_location&.join(":") || "a C function"
         Warnings.once(:disengaged, "`require` no longer reaches loadscan: Kernel#require (#{culprit}) does not " \
                                    "call the require it replaced; set loadscan up after it")
+      end
+
+      # Checks again if the last probe was no verdict (at exit).
+      def recheck
+        check if @attached && @unsure
       end
 
       private
@@ -133,14 +140,24 @@ module Loadscan
         owner.send(visibility, name)
       end
 
-      def reaches?(receiver)
-        before = Native.probes
-        begin
-          receiver.send(:require, Native::PROBE)
-        rescue StandardError, ScriptError
-          nil # the probe's own LoadError, or whatever a layer in front made of it
+      # :reached when the probe arrives through both `require` and `Kernel.require`; :bypassed
+      # when one of them answered it without loadscan (Ruby's search, or a cache in front, raised
+      # its LoadError for the probe); :unsure when something else went wrong on the way.
+      def probe
+        results = [TOPLEVEL_BINDING.receiver, Kernel].map do |receiver|
+          before = Native.probes
+          begin
+            receiver.send(:require, Native::PROBE)
+          rescue LoadError => e
+            next :bypassed if e.path == Native::PROBE
+          rescue StandardError, ScriptError
+            nil
+          end
+          Native.probes > before ? :reached : :unsure
         end
-        Native.probes > before
+        return :bypassed if results.include?(:bypassed)
+
+        results.all?(:reached) ? :reached : :unsure
       end
     end
 
