@@ -37,12 +37,14 @@ module Loadscan
       Warnings.once(:cache, warning) if warning
       Native.sync
       require_relative "loadscan/core_ext/kernel"
+      require_relative "loadscan/core_ext/load_path"
       unless CoreExt.attach
         Native.stop
         Warnings.once(:disengaged, "Ruby's own require is bound nowhere in Kernel (something replaced every " \
                                    "binding of it before loadscan was set up); booting with Ruby's own require")
         return false
       end
+      CoreExt::LoadPath.attach
       install_at_exit_save
       @active = true
       CoreExt.check

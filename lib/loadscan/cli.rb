@@ -45,7 +45,7 @@ module Loadscan
     def lookup(features)
       start
       features.each do |feature|
-        ruby = $LOAD_PATH.resolve_feature_path(feature)&.last
+        ruby = CoreExt::LoadPath.ruby_resolve_feature_path(feature)&.last
         ours = Loadscan.lookup(feature)
         agree = ours == :unknown || ours == (ruby || :missing)
         @out.puts("#{feature}\t#{ours}#{agree ? "" : "\truby: #{ruby.inspect}"}")

@@ -51,8 +51,9 @@ class BundlerTest < Minitest::Test
   def assert_answered(stats, features, label)
     refute_nil stats, "#{label}: loadscan not active"
     assert stats[:engaged], "#{label}: require does not reach loadscan"
-    searching = stats[:hits] + stats[:left_to_ruby].values_at(:missing, :blind_spot, :loaded, :unavailable).sum
-    assert_operator stats[:hits], :>=, MIN_ANSWERED * searching, "#{label}: #{stats.inspect}"
+    answered = stats[:hits] + stats[:misses]
+    searching = answered + stats[:left_to_ruby].values_at(:missing, :blind_spot, :loaded, :unavailable).sum
+    assert_operator answered, :>=, MIN_ANSWERED * searching, "#{label}: #{stats.inspect}"
     # Most of the boot's features came through the index, not just a handful.
     assert_operator stats[:hits], :>=, features / 2, "#{label}: #{stats[:hits]} hits for #{features} features"
   end
@@ -95,52 +96,47 @@ class BundlerTest < Minitest::Test
     end
   end
 
-  # Another library puts Ruby's C require back in place of loadscan after setup, as
-  # `bundler/setup` does with RubyGems < 3.5: loadscan takes that binding over too.
+  # A library captured Ruby's C require before loadscan was set up (EARLY) and puts it back in
+  # place of loadscan afterwards, as `bundler/setup` does with RubyGems < 3.5: loadscan takes
+  # that binding over too.
   def test_a_later_rebinding_of_require_is_taken_over
-    prelude = write_prelude(<<~RUBY)
-      c_require = Kernel.instance_method(:loadscan_c_require) # Ruby's own, as captured by the library
+    stock, boot = boot_with_prelude(<<~RUBY)
       Kernel.send(:remove_method, :require)
-      Kernel.send(:define_method, :require, c_require)
+      Kernel.send(:define_method, :require, $c_require)
       Kernel.send(:private, :require)
     RUBY
-    stock, boot = boot_with_prelude(prelude)
     assert_same_loaded_features stock.report["loaded_features"], boot.report["loaded_features"]
     assert_empty boot.stderr.lines.grep(/loadscan/), boot.stderr
     assert_answered boot.report["stats"], stock.report["loaded_features"].size, "rebound"
   end
 
-  # A library wraps `require` around a C require it captured itself (not through Kernel):
-  # loadscan cannot be in the way, so it says so, once, and the boot stays stock.
+  # A library wraps `require` around the C require it captured (not through Kernel): loadscan
+  # cannot be in the way, so it says so, once, and the boot stays stock.
   def test_a_require_that_bypasses_loadscan_is_reported_once
-    prelude = write_prelude(<<~RUBY)
-      c_require = Kernel.instance_method(:loadscan_c_require)
-      Kernel.send(:define_method, :require) { |feature| c_require.bind_call(self, feature) }
+    stock, boot = boot_with_prelude(<<~RUBY)
+      Kernel.send(:define_method, :require) { |feature| $c_require.bind_call(self, feature) }
       Kernel.send(:private, :require)
     RUBY
-    stock, boot = boot_with_prelude(prelude)
     assert_same_loaded_features stock.report["loaded_features"], boot.report["loaded_features"]
     warnings = boot.stderr.lines.grep(/loadscan/)
     assert_equal 1, warnings.size, boot.stderr
-    assert_match(/`require` no longer reaches loadscan: Kernel#require \(#{Regexp.escape(@prelude_path)}:\d+\)/, warnings.first)
+    assert_match(/`require` no longer reaches loadscan: Kernel#require \(#{Regexp.escape(@prelude)}:\d+\)/, warnings.first)
     refute boot.report["stats"][:engaged]
   end
 
   private
 
-  def write_prelude(code)
-    @prelude_path = File.join(self.class.apps[:dir], "prelude-#{name}.rb")
-    File.write(@prelude_path, code)
-    @prelude_path
-  end
-
-  # The prelude runs after both setups (and in the stock boot, after Bundler's).
+  # Boots the plain app (loadscan after bundler/setup) with `prelude` run after both setups,
+  # and a C require captured before either; the stock boot runs the same files.
   def boot_with_prelude(prelude)
+    dir = self.class.apps[:dir]
+    early = File.join(dir, "early.rb")
+    File.write(early, "$c_require = Kernel.instance_method(:gem_original_require) # Ruby's own, under RubyGems\n")
+    @prelude = File.join(dir, "prelude-#{name}.rb")
+    File.write(@prelude, prelude)
     app = self.class.apps[:plain]
-    env = { "BOOT_ORDER" => "after", "BOOT_PRELUDE" => prelude }
-    stock_prelude = File.join(File.dirname(prelude), "stock-#{File.basename(prelude)}")
-    File.write(stock_prelude, File.read(prelude).sub(":loadscan_c_require", ":gem_original_require"))
-    stock = App.boot(app, [App::RUBY, "boot.rb"], env: env.merge("LOADSCAN_TEST_STOCK" => "1", "BOOT_PRELUDE" => stock_prelude))
+    env = { "BOOT_ORDER" => "after", "BOOT_EARLY" => early, "BOOT_PRELUDE" => @prelude }
+    stock = App.boot(app, [App::RUBY, "boot.rb"], env: env.merge("LOADSCAN_TEST_STOCK" => "1"))
     Dir.mktmpdir("loadscan-cache") do |cache|
       [stock, App.boot(app, [App::RUBY, "boot.rb"], env: env.merge("LOADSCAN_CACHE_DIR" => cache))]
     end

@@ -9,9 +9,16 @@ require_relative "../../fixtures/random_tree"
 class LookupTest < Minitest::Test
   SEEDS = (ENV["LOADSCAN_SEEDS"] || "1-8").then { |s| s.include?("-") ? Range.new(*s.split("-").map(&:to_i)) : s.split(",").map(&:to_i) }
 
+  # The seed's tree, generated once per test in a temp dir of its own (two suites running at
+  # once, on two Rubies, must not share one).
   def tree(seed)
-    out = File.join(Loadscan::TestSupport::ROOT, "tmp", "test-trees", "random-#{seed}")
-    [out, Fixtures::RandomTree.generate(out: out, seed: seed)]
+    @trees ||= Dir.mktmpdir("loadscan-trees")
+    out = File.join(@trees, "random-#{seed}")
+    @tree ||= [out, Fixtures::RandomTree.generate(out: out, seed: seed)]
+  end
+
+  def teardown
+    FileUtils.rm_rf(@trees) if @trees
   end
 
   def compare_code(load_path, features)
@@ -19,7 +26,7 @@ class LookupTest < Minitest::Test
       $LOAD_PATH.unshift(*#{load_path.inspect})
       rows = #{features.inspect}.map do |f|
         oracle = begin
-          $LOAD_PATH.resolve_feature_path(f)&.last
+          Loadscan::CoreExt::LoadPath.ruby_resolve_feature_path(f)&.last # Ruby's own search
         rescue LoadError, TypeError, ArgumentError => e
           e.class.name
         end

@@ -43,8 +43,9 @@ class NativeTest < Minitest::Test
   def test_disable_leaves_require_alone
     out, err, status = Open3.capture3({ "LOADSCAN_DISABLE" => "1", "RUBYOPT" => nil }, RbConfig.ruby, "-e",
                                       "require #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}; " \
-                                      "print [Loadscan.active?, Kernel.private_method_defined?(:loadscan_c_require)].inspect")
+                                      "begin; require Loadscan::Native::PROBE; rescue LoadError; end; " \
+                                      "print [Loadscan.active?, Loadscan::Native.probes].inspect")
     assert status.success?, err
-    assert_equal "[false, false]", out
+    assert_equal "[false, 0]", out # the probe never reached loadscan
   end
 end

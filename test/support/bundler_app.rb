@@ -63,12 +63,14 @@ module Loadscan
       # loadscan (unless LOADSCAN_TEST_STOCK), then `require "active_support/all"`,
       # `Bundler.require`, and a few requires stock apps make (an optional one that is missing).
       # Where loadscan/setup goes is BOOT_ORDER: "after" (the README's way), "before" (by
-      # absolute path, ahead of Bundler) or "none" (the caller set Bundler up).
+      # absolute path, ahead of Bundler) or "none" (the caller set Bundler up). BOOT_EARLY is
+      # loaded first, BOOT_PRELUDE after both setups.
       def plain_app(dir)
         app = File.join(dir, "plain")
         FileUtils.mkdir_p(app)
         lock(app, gems)
         File.write(File.join(app, "boot.rb"), <<~RUBY)
+          load ENV["BOOT_EARLY"] if ENV["BOOT_EARLY"]
           order = ENV.fetch("BOOT_ORDER")
           stock = ENV["LOADSCAN_TEST_STOCK"]
           require #{File.join(LIB, "loadscan/setup").inspect} if order == "before" && !stock

@@ -7,8 +7,11 @@
 //! - `resolve(feature)` — the path `require` would load now, or `nil` (Ruby decides);
 //! - `lookup(feature)` — the index's answer: a path, `:missing` or `:unknown`;
 //! - `sync`, `problems`, `stats`;
-//! - `probes`, `PROBE` — how many times the probe feature reached `resolve` (is loadscan engaged?).
+//! - `probes`, `PROBE` — how many times the probe feature reached `resolve` (is loadscan engaged?);
+//! - `Decorator#require`, `Decorator#resolve_feature_path` — the methods put in place of Ruby's
+//!   C `require` and of `$LOAD_PATH.resolve_feature_path` (decorator.rs).
 
+mod decorator;
 mod load_path;
 mod nogvl;
 mod resolver;
@@ -26,12 +29,12 @@ use std::path::PathBuf;
 /// `$LOAD_PATH` entry — could otherwise change them under us). Only real Strings take the fast
 /// path; anything else (to_path / to_str objects, wrong types) goes to Ruby's require, which
 /// converts or raises exactly as it always does.
-fn string_bytes(v: Value) -> Option<Vec<u8>> {
+pub(crate) fn string_bytes(v: Value) -> Option<Vec<u8>> {
     let s = RString::from_value(v)?;
     Some(unsafe { s.as_slice() }.to_vec())
 }
 
-fn path_string(ruby: &Ruby, path: &[u8], like: Value) -> RString {
+pub(crate) fn path_string(ruby: &Ruby, path: &[u8], like: Value) -> RString {
     let s = ruby.str_from_slice(path);
     unsafe { rb_sys::rb_enc_copy(magnus::rb_sys::AsRawValue::as_raw(s), magnus::rb_sys::AsRawValue::as_raw(like)) };
     s
@@ -86,7 +89,7 @@ fn save(ruby: &Ruby, pause: f64) -> Value {
 
 /// Hands problems from scans since the last report to `Loadscan::Warnings.scan_problems`
 /// (called with no lock of ours held; a failure to warn never fails a require).
-fn report_problems(ruby: &Ruby) {
+pub(crate) fn report_problems(ruby: &Ruby) {
     let new = resolver::unreported_problems();
     if new.is_empty() {
         return;
@@ -107,7 +110,7 @@ fn resolve(ruby: &Ruby, feature: Value) -> Result<Value, Error> {
         Some(bytes) => match resolver::resolve(&bytes) {
             resolver::Resolved::Path(p) => path_string(ruby, &p, feature).as_value(),
             resolver::Resolved::Loaded => ruby.qfalse().as_value(),
-            resolver::Resolved::Defer(_) => ruby.qnil().as_value(),
+            resolver::Resolved::Defer(_) | resolver::Resolved::Missing => ruby.qnil().as_value(),
             resolver::Resolved::Probe => {
                 return Err(Error::new(ruby.exception_load_error(), "loadscan: probe reached the decorator"))
             }
@@ -177,6 +180,7 @@ fn stats(ruby: &Ruby) -> Result<Option<RHash>, Error> {
     h.aset(ruby.to_symbol("scans"), s.scans)?;
     h.aset(ruby.to_symbol("load_path_entries"), s.load_path_entries)?;
     h.aset(ruby.to_symbol("hits"), s.hits)?;
+    h.aset(ruby.to_symbol("misses"), s.misses)?;
     h.aset(ruby.to_symbol("deferred"), s.deferred.iter().sum::<usize>())?;
     let why = ruby.hash_new();
     for (reason, n) in resolver::Reason::ALL.iter().zip(s.deferred) {
@@ -204,6 +208,9 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("problems", function!(problems, 0))?;
     native.define_module_function("stats", function!(stats, 0))?;
     native.define_module_function("probes", function!(resolver::probes, 0))?;
+    let decorator = native.define_module("Decorator")?;
+    decorator.define_method("require", magnus::method!(decorator::require, 1))?;
+    decorator.define_method("resolve_feature_path", magnus::method!(decorator::resolve_feature_path, 1))?;
     let probe = ruby.str_from_slice(resolver::PROBE);
     probe.freeze();
     native.const_set("PROBE", probe)?;

@@ -1,5 +1,5 @@
 //! Following `$LOAD_PATH`: notices every change before the next lookup and expands entries the
-//! way Ruby 3.1 does (`realpath` of each entry, relative ones against the current directory).
+//! way Ruby 3.1 and 3.3 do (`realpath` of each entry, relative ones against the current directory).
 //!
 //! Change detection copies Ruby's own trick for its expanded-load-path cache: a hidden snapshot
 //! array shares `$LOAD_PATH`'s buffer, and any mutation (`push`, `insert`, `[]=`, `replace`,

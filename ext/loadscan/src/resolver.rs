@@ -54,6 +54,8 @@ static UNREPORTED: AtomicBool = AtomicBool::new(false);
 const MAX_PROBLEMS: usize = 1000;
 /// Requires answered by the index (a path, or `false`), and requires left to Ruby, by reason.
 static HITS: AtomicUsize = AtomicUsize::new(0);
+/// Requires answered with a `LoadError` (a miss the index is sure of).
+static MISSES: AtomicUsize = AtomicUsize::new(0);
 #[allow(clippy::declare_interior_mutable_const)] // only used to initialise DEFERRED
 const ZERO: AtomicUsize = AtomicUsize::new(0);
 static DEFERRED: [AtomicUsize; Reason::ALL.len()] = [ZERO; Reason::ALL.len()];
@@ -124,6 +126,7 @@ pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<C
         scans: 0,
     };
     HITS.store(0, Ordering::Relaxed);
+    MISSES.store(0, Ordering::Relaxed);
     DEFERRED.iter().for_each(|c| c.store(0, Ordering::Relaxed));
     *STATE.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
     warning
@@ -250,6 +253,9 @@ pub enum Resolved {
     Path(Vec<u8>),
     /// Stock Ruby would return `false` without loading anything (already loaded).
     Loaded,
+    /// No entry has the feature, and none can have gained it since it was listed: stock Ruby
+    /// would search every entry and raise its `LoadError`.
+    Missing,
     /// Ask Ruby's own `require`, for this reason.
     Defer(Reason),
     /// The feature was `PROBE`: the decorator is reached.
@@ -263,7 +269,8 @@ pub enum Reason {
     NotString,
     /// A path, not a feature to search for: absolute, `./`, `../`, `~`, empty, or with a NUL.
     NotFeature,
-    /// No entry has it (Ruby searches, and raises its `LoadError`).
+    /// No entry had it, but an application directory where it would be changed since it was
+    /// listed (Ruby searches, and finds it or raises its `LoadError`).
     Missing,
     /// A blind spot (unreadable directory, cut symlink loop, …) could change the answer.
     BlindSpot,
@@ -348,8 +355,9 @@ fn with_cstr<R>(bytes: &[u8], f: impl FnOnce(*const std::os::raw::c_char) -> R) 
 ///   the answer is `false` — this spares the failed probe of every entry that stock Ruby makes
 ///   when a native extension is required again. Anything else goes to Ruby.
 ///
-/// A feature being loaded right now (by this or another thread) always goes to Ruby, which
-/// waits or warns about the circular require.
+/// A bare feature being loaded right now (by this or another thread) is required by its indexed
+/// path, where Ruby waits or warns about the circular require exactly as after its own search;
+/// with an extension, Ruby takes the loading path itself (no search), so it goes to Ruby.
 pub fn resolve(feature: &[u8]) -> Resolved {
     if feature == PROBE {
         PROBES.fetch_add(1, Ordering::Relaxed);
@@ -358,6 +366,9 @@ pub fn resolve(feature: &[u8]) -> Resolved {
     let answer = resolve_uncounted(feature);
     match answer {
         Resolved::Defer(reason) => count_deferred(reason),
+        Resolved::Missing => {
+            MISSES.fetch_add(1, Ordering::Relaxed);
+        }
         _ => {
             HITS.fetch_add(1, Ordering::Relaxed);
         }
@@ -372,7 +383,8 @@ fn resolve_uncounted(feature: &[u8]) -> Resolved {
         s.absorb_lazy();
         let path = match located {
             Located::Found(root, kind) => Some((s.index.path_of(root, &q.stem, kind), kind)),
-            Located::Missing => None,
+            Located::Missing if without_gvl(|| s.index.confirm_missing(&q.stem)) => None,
+            Located::Missing => return Err(Reason::Missing),
             Located::Unknown => return Err(Reason::BlindSpot),
         };
         Ok((q.want, path))
@@ -384,12 +396,34 @@ fn resolve_uncounted(feature: &[u8]) -> Resolved {
     };
     match (provided(feature), want, path) {
         (Some(false), _, Some((p, _))) => Resolved::Path(p),
-        (Some(false), _, None) => Resolved::Defer(Reason::Missing),
+        (Some(false), _, None) => Resolved::Missing,
+        // Being loaded (by this thread: a circular require; or by another). For a bare feature
+        // Ruby's own `require` then searches anyway (`rb_feature_p` gives no type for it) and
+        // takes the load lock of the file its search finds: the same file the index found, so
+        // requiring that path gives the same wait, circular-require warning or load.
+        (None, Want::Bare, Some((p, _))) => Resolved::Path(p),
         (Some(true), Want::Rb | Want::Ext, _) => Resolved::Loaded,
         (Some(true), Want::Bare, None) => Resolved::Loaded,
         (Some(true), Want::Bare, Some((p, Kind::Rb | Kind::Ext))) if provided(&p) == Some(true) => Resolved::Loaded,
         _ => Resolved::Defer(Reason::Loaded),
     }
+}
+
+/// The index's answer to `$LOAD_PATH.resolve_feature_path(feature)` (which ignores
+/// `$LOADED_FEATURES`): the file and its kind, `Ok(None)` for a miss the index is sure of (see
+/// `Index::confirm_missing`), or `Err(())` when Ruby's own search must answer.
+pub fn feature_path(feature: &[u8]) -> Result<Option<(Kind, Vec<u8>)>, ()> {
+    with_synced(|s| {
+        let q = s.index.parse(feature).ok_or(())?;
+        let located = s.index.locate(&q);
+        s.absorb_lazy();
+        match located {
+            Located::Found(root, kind) => Ok(Some((kind, s.index.path_of(root, &q.stem, kind)))),
+            Located::Missing if without_gvl(|| s.index.confirm_missing(&q.stem)) => Ok(None),
+            Located::Missing | Located::Unknown => Err(()),
+        }
+    })
+    .unwrap_or(Err(()))
 }
 
 /// How many times `PROBE` reached `resolve` in this process.
@@ -437,6 +471,7 @@ pub struct Stats {
     pub scans: usize,
     pub load_path_entries: usize,
     pub hits: usize,
+    pub misses: usize,
     /// Requires left to Ruby, per `Reason` (in `Reason::ALL` order).
     pub deferred: [usize; Reason::ALL.len()],
     pub timings: Timings,
@@ -454,6 +489,7 @@ pub fn stats() -> Option<Stats> {
         scans: s.scans,
         load_path_entries: s.load_path.entries().len(),
         hits: HITS.load(Ordering::Relaxed),
+        misses: MISSES.load(Ordering::Relaxed),
         deferred: std::array::from_fn(|i| DEFERRED[i].load(Ordering::Relaxed)),
         timings: s.timings,
         lazy: s.index.lazy_stats(),

@@ -20,42 +20,20 @@
 # and `LoadError` retry, Bundler, Bootsnap, Zeitwerk — still sees each feature as written, and
 # whatever ends up calling Ruby's search calls loadscan instead.
 #
-# The decorator resolves the feature from the index and requires the resulting absolute path
-# with Ruby's C `require`, so Ruby still does the loading, the locking, `$LOADED_FEATURES` and
-# the `true`/`false` result. When Ruby itself would answer `false` without loading anything,
-# it answers `false` at once. Where the index has no exact answer (not found, already loaded
-# under another spelling, absolute or `./` paths, non-String arguments) the feature goes to
-# Ruby's C `require` untouched.
+# The decorator, `Loadscan::Native::Decorator#require`, is itself a C function (ext/loadscan/
+# src/decorator.rs): it resolves the feature from the index and hands the absolute path to
+# Ruby's C `require`, so Ruby still does the loading, the locking, `$LOADED_FEATURES` and the
+# `true`/`false` result, and backtraces look as without loadscan. When Ruby itself would answer
+# `false` without loading anything, it answers `false` at once. Where the index has no exact
+# answer (not found, already loaded under another spelling, absolute or `./` paths, non-String
+# arguments) the feature goes to Ruby's C `require` untouched.
 #
 # Deliberately not intercepted: `require_relative` and `load` (they never search `$LOAD_PATH`
 # by feature name). `autoload` reaches `Kernel#require` and is served through it.
-module Kernel
-  private
-
-  # Every binding of Ruby's C `require` becomes an alias of this method. (Its own alias to the
-  # C function, `loadscan_c_require`, is made in Loadscan::CoreExt.attach.)
-  def loadscan_require(feature)
-    abspath = Loadscan::Native.resolve(feature)
-    return false if abspath == false # already loaded: what Ruby would answer
-
-    if abspath
-      begin
-        return loadscan_c_require(abspath)
-      rescue LoadError => error
-        # Raised while loading something else inside that file: not ours to second-guess.
-        raise unless error.path == abspath
-        # The indexed file vanished or became unreadable since the scan: Ruby decides below.
-      end
-    end
-    loadscan_c_require(feature)
-  end
-end
-
 module Loadscan
   # Keeps loadscan in front of Ruby's C `require` (see the top of this file).
   module CoreExt
-    DECORATOR = :loadscan_require
-    C_REQUIRE = :loadscan_c_require
+    DECORATOR = Native::Decorator.instance_method(:require)
     OWNERS = [Kernel, Kernel.singleton_class].freeze
 
     class << self
@@ -76,7 +54,7 @@ module Loadscan
 
       # Called by Watch when a method named `name` was (re)defined in `owner`.
       def method_added(owner, name)
-        return if !@attached || @busy || name.start_with?("loadscan_")
+        return if !@attached || @busy
 
         @busy = true # taking a binding defines methods too
         begin
@@ -113,10 +91,11 @@ module Loadscan
 
       private
 
-      # Names in `owner` bound to Ruby's C `require` (not yet replaced by loadscan).
+      # Names in `owner` bound to Ruby's C `require`, or to the decorator (which is a C function
+      # named `require` too: taking it again changes nothing).
       def c_bindings(owner)
         (owner.private_instance_methods(false) + owner.public_instance_methods(false)).select do |name|
-          !name.start_with?("loadscan_") && c_binding?(owner, name)
+          c_binding?(owner, name)
         end
       end
 
@@ -127,16 +106,16 @@ module Loadscan
         false
       end
 
-      # Replaces `owner`'s `name` by the decorator, keeping its visibility. The first binding
-      # taken also becomes `loadscan_c_require`, the decorator's way to Ruby's C function (one in
-      # Kernel serves Kernel's singleton class too: Kernel is among its ancestors).
+      # Replaces `owner`'s `name` by the decorator, keeping its visibility. Without the warning
+      # Ruby gives under -W for a replaced C function: stock Ruby prints none.
       def take(owner, name)
-        unless owner.private_method_defined?(C_REQUIRE)
-          owner.send(:alias_method, C_REQUIRE, name)
-          owner.send(:private, C_REQUIRE)
-        end
         visibility = owner.private_method_defined?(name, false) ? :private : :public
-        owner.send(:alias_method, name, DECORATOR)
+        verbose, $VERBOSE = $VERBOSE, nil
+        begin
+          owner.send(:define_method, name, DECORATOR)
+        ensure
+          $VERBOSE = verbose
+        end
         owner.send(visibility, name)
       end
 

@@ -7,7 +7,7 @@ require_relative "../../test_helper"
 class KernelRequireTest < Minitest::Test
   # Wraps `body` in a script that sets $LOAD_PATH, defines `try` (records each require's
   # outcome) and reports results plus $LOADED_FEATURES.
-  def script(load_path, body)
+  def script(load_path, body, stats: false)
     <<~RUBY
       $LOAD_PATH.unshift(*#{load_path.inspect})
       $log = []
@@ -17,17 +17,27 @@ class KernelRequireTest < Minitest::Test
         r = via == :kernel ? require(feature) : Kernel.require(feature)
         RESULTS << [label(feature), r]
       rescue LoadError => e
-        RESULTS << [label(feature), e.class.name, e.message, e.path]
+        RESULTS << [label(feature), e.class.name, e.message, e.path, e.backtrace.first.sub(__dir__, "TMP"),
+                    e.backtrace_locations&.first&.label]
       rescue TypeError, ArgumentError => e
         RESULTS << [feature.class.name, e.class.name, e.message]
       end
       #{body}
       report("results" => RESULTS, "log" => $log, "loaded_features" => $LOADED_FEATURES.dup,
-             "load_path" => $LOAD_PATH.map(&:to_s))
+             "load_path" => $LOAD_PATH.map(&:to_s)#{', "stats" => (Loadscan.stats if defined?(Loadscan))' if stats})
     RUBY
   end
 
   def log_file(name) = "$log << #{name.inspect}"
+
+  # Same results, log and $LOADED_FEATURES (loadscan's own files left out); stats are loadscan's.
+  def assert_same_report(stock, fast)
+    s = stock.report.except("stats")
+    f = fast.report.except("stats")
+    assert_same_loaded_features s.delete("loaded_features"), f.delete("loaded_features")
+    assert_equal s, f
+    assert_empty fast.stderr.lines.grep(/loadscan/), fast.stderr
+  end
 
   def test_shadowing_and_spellings_match_stock
     with_files([["e1/a.rb", log_file("e1/a")], ["e2/a.rb", log_file("e2/a")], ["e2/b.rb", log_file("e2/b")],
@@ -131,7 +141,75 @@ class KernelRequireTest < Minitest::Test
   def test_load_errors_keep_rubys_message_and_path
     with_files([["e/raiser.rb", "require 'missing_inside'"], ["e/dir.rb/x.rb", ""]]) do |dir|
       stock, = assert_same_as_stock(script(["#{dir}/e"], %w[nope raiser dir.rb dir x/../../e/x].map { |f| "try(#{f.inspect})" }.join("\n")))
-      assert_includes stock.report["results"], ["nope", "LoadError", "cannot load such file -- nope", "nope"]
+      assert_includes stock.report["results"].map { |r| r.first(4) }, ["nope", "LoadError", "cannot load such file -- nope", "nope"]
+    end
+  end
+
+  # Misses the index is sure of are answered with Ruby's own LoadError (class, message, path,
+  # backtrace), without searching: optional requires, versioned native paths, `.so`/`.rb`
+  # spellings, misses below directories that exist and that do not.
+  def test_misses_raise_rubys_load_error
+    with_files([["e1/opt/present.rb", ""], ["e2/x.rb", ""]]) do |dir|
+      # Directories changed within a second of their listing are asked of Ruby (racy): these
+      # were made just now, so they are dated back.
+      old = Time.now - 3600
+      %w[e1 e1/opt e2].each { |d| File.utime(old, old, File.join(dir, d)) }
+      code = <<~RUBY
+        def optional(f)
+          require f
+          :loaded
+        rescue LoadError => e
+          [:rescued, e.message, e.path, e.backtrace.first(2).map { _1.sub(__dir__, "TMP") }]
+        end
+        %w[opt/absent absent absent.so absent.rb 3.1/native_ext opt/present/deeper x/y].each { |f| try(f) }
+        RESULTS << optional("opt/absent")
+        try("absent", via: :singleton)
+      RUBY
+      stock, fast = run_both(script(%W[#{dir}/e1 #{dir}/e2], code, stats: true))
+      assert_same_report stock, fast
+      assert_equal 9, fast.report["stats"][:misses], fast.report["stats"].inspect
+    end
+  end
+
+  # A file created after its directory was listed (an application directory, volatile) is found
+  # as stock finds it, and a miss before it changes nothing: the directory where the file would
+  # be is asked once per volatile entry before a miss is answered.
+  def test_files_created_after_a_miss_are_found
+    with_files([["e/a.rb", log_file("a")], ["stash/moved/m.rb", log_file("moved/m")]]) do |dir|
+      e = ->(rel) { File.join(dir, "e", rel).inspect }
+      code = script(["#{dir}/e"], <<~RUBY, stats: true)
+        # The tree as it was before any run (each run changes it).
+        File.delete(#{e["later.rb"]}) if File.exist?(#{e["later.rb"]})
+        FileUtils.rm_rf(#{e["sub"]})
+        File.rename(#{e["moved"]}, #{"#{dir}/stash/moved".inspect}) if File.exist?(#{e["moved"]})
+        File.utime(Time.now - 3600, Time.now - 3600, #{"#{dir}/stash/moved".inspect})
+        sleep 1.2 # past the racy window of the directories' own mtimes
+        try("a"); try("later"); try("sub/later"); try("moved/m")
+        File.write(#{e["later.rb"]}, #{log_file("later").inspect})
+        Dir.mkdir(#{e["sub"]}); File.write(#{e["sub/later.rb"]}, #{log_file("sub/later").inspect})
+        File.rename(#{"#{dir}/stash/moved".inspect}, #{e["moved"]}) # keeps its old mtime
+        try("later"); try("sub/later"); try("moved/m")
+      RUBY
+      stock, fast = run_both("require 'fileutils'\n" + code)
+      assert_same_report stock, fast
+      assert_equal %w[a later sub/later moved/m], stock.report["log"]
+      assert_equal 3, fast.report["stats"][:misses], fast.report["stats"].inspect
+    end
+  end
+
+  # RubyGems' retry: a feature on no entry is in a gem not activated yet. loadscan's LoadError
+  # carries the feature as `path`, so RubyGems activates the gem and requires it again.
+  def test_a_miss_that_rubygems_then_activates
+    with_files([["gems/specifications/lateg-1.0.gemspec", <<~RUBY], ["gems/gems/lateg-1.0/lib/lateg.rb", log_file("lateg")]]) do |dir|
+      Gem::Specification.new do |s|
+        s.name = "lateg"; s.version = "1.0"; s.summary = "a gem"; s.authors = ["t"]; s.files = ["lib/lateg.rb"]
+      end
+    RUBY
+      code = script([], 'try("lateg"); try("lateg"); RESULTS << Gem.loaded_specs.key?("lateg")', stats: true)
+      stock, fast = run_both(code, env: { "GEM_PATH" => "#{dir}/gems#{File::PATH_SEPARATOR}#{Gem.path.join(File::PATH_SEPARATOR)}" })
+      assert_same_report stock, fast
+      assert_equal [["lateg", true], ["lateg", false], true], stock.report["results"]
+      assert_operator fast.report["stats"][:misses], :>=, 1, fast.report["stats"].inspect
     end
   end
 
@@ -193,7 +271,8 @@ class KernelRequireTest < Minitest::Test
       stock, fast = run_both(script(["#{dir}/e"], 'try("c1")'), ruby_opts: ["-W"])
       assert_equal stock.report, fast.report.merge("loaded_features" => fast.report["loaded_features"].reject { |f| own_feature?(f) })
       assert_match(/circular require considered harmful/, stock.stderr)
-      assert_match(/circular require considered harmful/, fast.stderr)
+      run_dir = %r{/loadscan-run[^/]+/} # each run's script lives in a temp dir of its own
+      assert_equal stock.stderr.gsub(run_dir, "/RUN/"), fast.stderr.gsub(run_dir, "/RUN/") # the same warning and backtrace
     end
   end
 

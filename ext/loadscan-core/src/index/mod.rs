@@ -33,8 +33,9 @@ use rustc_hash::FxHashMap;
 pub use feature::{Query, Want};
 use ids::IdList;
 
+use crate::scan::DirRecord;
 use crate::scan::{list_deferred, refresh, scan_roots, Kind, Listing, RootState, ScanOptions, ScanProblem};
-use crate::store::{check_root, Freshness, RootRecord, RootView, Snapshot, Validation};
+use crate::store::{changed, check_root, Freshness, RootRecord, RootView, Snapshot, Validation};
 
 const NOT_ON_PATH: u32 = u32::MAX;
 /// Fewer checks than this per thread are not worth starting a thread for (see `check_roots`).
@@ -663,6 +664,50 @@ impl Index {
             Some(((_, root), kind)) => Located::Found(root, kind),
             None => Located::Missing,
         })
+    }
+
+    /// Whether a miss that [`Index::locate`] found still holds on disk. Roots whose contents can
+    /// change while the process runs (volatile ones: the application's own directories) are
+    /// checked with one `stat` each, of the directory where `stem` would be: it must not exist
+    /// (then neither does the file), or be the very directory that was listed, unchanged since
+    /// (same device, inode, mtime and size, and not changed within `RACY_NS` of the listing).
+    /// Anything else — a directory that appeared, changed, or cannot be asked — is `false`:
+    /// Ruby's own search decides. Stable roots (installed gems, Ruby's own directories) are not
+    /// asked: nothing is installed into them while a program runs (README, Limits).
+    pub fn confirm_missing(&self, stem: &[u8]) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let rel = stem.iter().rposition(|&c| c == b'/').map_or(&stem[..0], |i| &stem[..i]);
+        self.roots.iter().enumerate().all(|(id, root)| {
+            if !root.volatile || root.retired || self.ranked(id as RootId).is_none() {
+                return true;
+            }
+            let mut dir = root.path.clone();
+            if !rel.is_empty() {
+                dir.push(b'/');
+                dir.extend_from_slice(rel);
+            }
+            let dir = Path::new(std::ffi::OsStr::from_bytes(&dir));
+            match std::fs::metadata(dir) {
+                // Absent, not a directory, or unreachable (EACCES, ELOOP): Ruby's `open` of a
+                // file in it fails the same way.
+                Err(_) => true,
+                Ok(md) if !md.is_dir() => true,
+                Ok(_) => self
+                    .dir_record(id as RootId, rel)
+                    .is_some_and(|rec| !changed(dir, &rec, Validation::Mtime, root.scanned_at_ns)),
+            }
+        })
+    }
+
+    /// The record of the directory `rel` of root `id`, from whichever listing holds it.
+    fn dir_record(&self, id: RootId, rel: &[u8]) -> Option<DirRecord> {
+        let root = &self.roots[id as usize];
+        let listed = root.listing.iter().chain(&root.extra).flat_map(|l| &l.dirs).find(|d| d.rel == rel);
+        if let Some(rec) = listed {
+            return Some(rec.clone());
+        }
+        let snapshot = self.base.as_ref()?;
+        snapshot.find_dir(&snapshot.root(root.base? as usize)?, rel)
     }
 
     /// The absolute path of a found file, as Ruby would spell it.

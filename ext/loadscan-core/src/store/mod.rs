@@ -49,4 +49,5 @@ pub use buffer::Bytes;
 pub use file::{load, write_atomic, LoadError, TrustPolicy};
 pub use format::{encode, RootRecord, FORMAT_VERSION};
 pub use snapshot::{RootView, Snapshot};
+pub(crate) use validate::changed;
 pub use validate::{check_root, Freshness, Validation, RACY_NS};

@@ -223,6 +223,19 @@ impl Snapshot {
         })
     }
 
+    /// The record of the directory `rel` of a root, if it was listed (compares names before
+    /// decoding a record).
+    pub fn find_dir(&self, root: &RootView<'_>, rel: &[u8]) -> Option<DirRecord> {
+        let (start, len) = root.dirs;
+        (start..start.saturating_add(len)).find_map(|i| {
+            let d = self.dirs.checked_add(i.checked_mul(DIR_REC)?)?;
+            if d + DIR_REC > self.spots || self.string_at(d)? != rel {
+                return None;
+            }
+            self.dirs(&RootView { dirs: (i, 1), ..*root }).next().flatten()
+        })
+    }
+
     /// The full listing of a root, rebuilt from the file (for rescans): its directories and
     /// blind spots, and the features whose postings name it (one pass over the table).
     pub fn listing(&self, root: &RootView<'_>, id: u32) -> Option<Listing> {

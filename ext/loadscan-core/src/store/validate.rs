@@ -43,7 +43,9 @@ pub enum Freshness {
     Rescan,
 }
 
-fn changed(dir: &Path, rec: &DirRecord, mode: Validation, scanned_at_ns: i64) -> bool {
+/// Whether the directory `dir` differs from its record (or was racy when recorded: changed
+/// within `RACY_NS` of `scanned_at_ns`, so a change in the same mtime tick could be missed).
+pub(crate) fn changed(dir: &Path, rec: &DirRecord, mode: Validation, scanned_at_ns: i64) -> bool {
     match mode {
         Validation::Mtime => match std::fs::metadata(dir) {
             Ok(md) => {
