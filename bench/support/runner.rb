@@ -64,7 +64,8 @@ module Bench
     # What was measured: the commit, whether the work tree was dirty, the extension's mtime.
     def provenance
       # the newest build of the extension, wherever the build puts it (lib/loadscan/<minor>/…)
-      so = Dir[File.join(ROOT, "lib", "loadscan", "**", "loadscan.{so,bundle}")].max_by { |f| File.mtime(f) }
+      lib = ENV["BENCH_LOADSCAN_LIB"].to_s.empty? ? File.join(ROOT, "lib") : ENV["BENCH_LOADSCAN_LIB"]
+      so = Dir[File.join(lib, "loadscan", "**", "loadscan.{so,bundle}")].max_by { |f| File.mtime(f) }
       { commit: `git -C #{ROOT} rev-parse --short HEAD 2>/dev/null`.strip,
         dirty: !`git -C #{ROOT} status --porcelain -- lib ext 2>/dev/null`.strip.empty?,
         loadscan_so: so&.delete_prefix("#{ROOT}/"), loadscan_so_mtime: so ? File.mtime(so).utc.to_s : nil,
