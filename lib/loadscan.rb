@@ -11,7 +11,6 @@ module Loadscan
   # Loaded when first referenced: a boot that raises and warns nothing (nearly all of them)
   # does not compile them.
   autoload :Error, File.expand_path("loadscan/error", __dir__)
-  autoload :ConfigError, File.expand_path("loadscan/error", __dir__)
   autoload :Warnings, File.expand_path("loadscan/warnings", __dir__)
 
   class << self
@@ -25,6 +24,7 @@ module Loadscan
       return true if @active
 
       @config = Config.new(**options)
+      @config.problems.each { |message| Warnings.once(message, message) }
       return false unless @config.enabled
 
       unless Native.available?
@@ -108,8 +108,22 @@ module Loadscan
         next unless Process.pid == owner # forked children (server workers) do not write
 
         CoreExt.recheck
-        save
+        saved = save
+        Kernel.warn(summary(saved), uplevel: nil) if @config.stats
       end
+    end
+
+    # The LOADSCAN_STATS=1 line: what the index answered, what it left to Ruby and why, where
+    # the entries came from, and what happened to the cache.
+    private def summary(saved)
+      s = Native.stats or return "loadscan: stopped"
+      left = s[:left_to_ruby].select { |_, n| n.positive? }.map { |why, n| "#{n} #{why}" }
+      format("loadscan: %<hits>d requires answered from the index, %<misses>d misses, %<deferred>d left to Ruby%<why>s; " \
+             "%<entries>d entries (%<cached>d from the cache, %<scanned>d listed, %<lazy>d dirs listed on demand); " \
+             "cache %<saved>s; setup %<setup>.1f ms",
+             hits: s[:hits], misses: s[:misses], deferred: s[:deferred], why: left.empty? ? "" : " (#{left.join(", ")})",
+             entries: s[:load_path_entries], cached: s[:roots_from_cache], scanned: s[:roots_scanned] + s[:roots_refreshed],
+             lazy: s[:dirs_listed_lazily], saved: saved, setup: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms])
     end
 
     # Stops answering from the index; `require` behaves as stock Ruby. For tests.

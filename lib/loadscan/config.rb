@@ -4,38 +4,50 @@ module Loadscan
   # Settings, from keywords to `Loadscan.setup` or else LOADSCAN_* environment variables:
   #
   #   LOADSCAN_DISABLE=1          leave require alone (setup does nothing)
-  #   LOADSCAN_CACHE_DIR=DIR      where the cache lives (default: tmp/cache/loadscan in the app)
+  #   LOADSCAN_CACHE_DIR=DIR      where the cache lives, an absolute path (default: tmp/cache/loadscan
+  #                               in the app; for a script outside any app, the user's cache dir)
   #   LOADSCAN_CACHE=0            no cache: scan on every boot
   #   LOADSCAN_VALIDATE=listing   check the app's dirs by their entry names, not mtimes, so a
   #                               cache survives a fresh `git checkout` (CI workers)
   #   LOADSCAN_READONLY=1         use the cache, never write it (CI workers sharing one)
-  #   LOADSCAN_THREADS=N          scanner threads (default: the CPU count, at most 8)
+  #   LOADSCAN_THREADS=N          scanner threads (default: the CPU count, at most 8; at most 64)
   #   LOADSCAN_LAZY=0             list every directory of every entry up front instead of only
-  #                               the entries' own, and the rest as requires reach them (entries
-  #                               served from a cache that a lazy boot wrote keep their deferred
-  #                               directories, listed whole when first needed)
+  #                               the entries' own, and the rest as requires reach them
   #   LOADSCAN_STABLE_DIRS=A:B    more directories holding installed, never-edited code (besides
   #                               Gem.path, Bundler's path and Ruby's own), checked with one stat
   #                               per load-path entry instead of one per directory
+  #   LOADSCAN_STATS=1            one summary line on stderr at exit
+  #
+  # A setting never breaks a boot: a value that makes no sense gives one warning naming the
+  # setting and what it accepts, and the default applies. Flags take 1/0, true/false, yes/no,
+  # on/off in any case. An unknown LOADSCAN_* variable (a misspelling) gets one warning too.
   class Config
-    attr_reader :enabled, :threads, :dlext, :cache_dir, :validate, :readonly, :lazy
-
+    FLAGS = { "1" => true, "true" => true, "yes" => true, "on" => true,
+              "0" => false, "false" => false, "no" => false, "off" => false }.freeze
     VALIDATIONS = %w[mtime listing].freeze
+    MAX_THREADS = 64
+    KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS].map { "LOADSCAN_#{_1}" }.freeze
+    # The test suite's own variables, passed down to the processes it boots.
+    TEST_PREFIX = "LOADSCAN_TEST_"
+
+    attr_reader :enabled, :threads, :dlext, :cache_dir, :validate, :readonly, :lazy, :stats
+    # What was wrong with the settings, one message each (Loadscan.setup warns once with them).
+    attr_reader :problems
 
     def initialize(enabled: nil, threads: nil, cache_dir: nil, cache: nil, validate: nil, readonly: nil,
-                   stable_dirs: nil, lazy: nil, env: ENV)
+                   stable_dirs: nil, lazy: nil, stats: nil, env: ENV)
+      @env = env
+      @problems = []
+      unknown_variables
+      @enabled = enabled.nil? ? !flag("LOADSCAN_DISABLE", false) : enabled
+      @threads = threads_setting(threads)
+      @validate = choice(validate, "LOADSCAN_VALIDATE", VALIDATIONS)
+      @readonly = readonly.nil? ? flag("LOADSCAN_READONLY", false) : readonly
+      @lazy = lazy.nil? ? flag("LOADSCAN_LAZY", true) : lazy
+      @stats = stats.nil? ? flag("LOADSCAN_STATS", false) : stats
+      cache = flag("LOADSCAN_CACHE", true) if cache.nil?
+      @cache_dir = cache ? cache_dir_setting(cache_dir) : nil
       @extra_stable = stable_dirs || env["LOADSCAN_STABLE_DIRS"].to_s.split(File::PATH_SEPARATOR)
-      @enabled = enabled.nil? ? !flag?(env["LOADSCAN_DISABLE"]) : enabled
-      @threads = integer(threads || env["LOADSCAN_THREADS"] || 0, "threads")
-      raise ConfigError, "threads must be 0 (automatic) or more, got #{@threads}" if @threads.negative?
-
-      cache = cache.nil? ? env["LOADSCAN_CACHE"].nil? || flag?(env["LOADSCAN_CACHE"]) : cache
-      @cache_dir = cache ? File.expand_path(cache_dir || env["LOADSCAN_CACHE_DIR"] || default_cache_dir) : nil
-      @validate = (validate || env["LOADSCAN_VALIDATE"] || "mtime").to_s
-      raise ConfigError, "LOADSCAN_VALIDATE must be one of #{VALIDATIONS.join(", ")}, got #{@validate.inspect}" unless VALIDATIONS.include?(@validate)
-
-      @readonly = readonly.nil? ? flag?(env["LOADSCAN_READONLY"]) : readonly
-      @lazy = lazy.nil? ? env["LOADSCAN_LAZY"].nil? || flag?(env["LOADSCAN_LAZY"]) : lazy
       # RbConfig is loaded whenever RubyGems is; without it the extension's own default applies.
       @dlext = defined?(RbConfig) ? RbConfig::CONFIG["DLEXT"] : ""
     end
@@ -60,8 +72,77 @@ module Loadscan
 
     private
 
-    # The app root: the directory holding the `config/` that required loadscan (as in
-    # config/boot.rb), else Bundler's root, else the current directory.
+    def problem(message)
+      @problems << message
+    end
+
+    def unknown_variables
+      @env.each_key do |name|
+        next unless name.start_with?("LOADSCAN_") && !name.start_with?(TEST_PREFIX) && !KNOWN.include?(name)
+
+        guess = KNOWN.min_by { |k| distance(k, name) }
+        hint = distance(guess, name) <= 3 ? " (did you mean #{guess}?)" : ""
+        problem("#{name} is not a loadscan setting#{hint}; known: #{KNOWN.join(", ")}")
+      end
+    end
+
+    # A flag variable: unset or empty means the default.
+    def flag(name, default)
+      value = @env[name]
+      return default if value.nil? || value.strip.empty?
+
+      FLAGS.fetch(value.strip.downcase) do
+        problem("#{name}=#{value.inspect} is not a flag (use 1/0, true/false, yes/no, on/off); using the default (#{default ? "on" : "off"})")
+        default
+      end
+    end
+
+    def choice(keyword, name, allowed)
+      value = (keyword || @env[name]).to_s.strip.downcase
+      return allowed.first if value.empty?
+      return value if allowed.include?(value)
+
+      problem("#{keyword ? "validate:" : name} #{value.inspect} is not one of #{allowed.join(", ")}; using #{allowed.first}")
+      allowed.first
+    end
+
+    def threads_setting(keyword)
+      raw = keyword.nil? ? @env["LOADSCAN_THREADS"] : keyword
+      return 0 if raw.nil? || raw.to_s.strip.empty?
+
+      name = keyword.nil? ? "LOADSCAN_THREADS" : "threads:"
+      n = Integer(raw.to_s.strip, 10)
+      if n.negative?
+        problem("#{name} #{raw.inspect} is negative (use 0 for automatic, or a count up to #{MAX_THREADS}); using automatic")
+        0
+      elsif n > MAX_THREADS
+        problem("#{name} #{raw.inspect} is more threads than a scan can use; using #{MAX_THREADS}")
+        MAX_THREADS
+      else
+        n
+      end
+    rescue ArgumentError
+      problem("#{name} #{raw.inspect} is not a whole number (use 0 for automatic, or a count up to #{MAX_THREADS}); using automatic")
+      0
+    end
+
+    # An absolute directory, or the default. An empty or relative setting would put the cache
+    # wherever the program happens to run: refused (with a warning), never the cwd.
+    def cache_dir_setting(keyword)
+      raw = keyword || @env["LOADSCAN_CACHE_DIR"]
+      return default_cache_dir if raw.nil?
+
+      raw = raw.to_s
+      return File.absolute_path(raw) if raw.start_with?("/")
+
+      problem("#{keyword ? "cache_dir:" : "LOADSCAN_CACHE_DIR"} #{raw.inspect} is not an absolute path; using the default")
+      default_cache_dir
+    end
+
+    # The app's tmp/cache/loadscan: the app is the directory holding the `config/` that required
+    # loadscan (as in config/boot.rb), else Bundler's root. A program outside any app gets a
+    # directory of its own in the user's cache dir ($XDG_CACHE_HOME, else ~/.cache), keyed by
+    # the program's directory; with neither, no cache.
     def default_cache_dir
       config = caller_locations.map(&:absolute_path).compact.find { |p| p.include?("/config/") && !p.start_with?(__dir__) }
       root = if config
@@ -69,17 +150,30 @@ module Loadscan
              elsif defined?(Bundler) && Bundler.respond_to?(:root)
                (Bundler.root.to_s rescue nil) # rubocop:disable Style/RescueModifier
              end
-      File.join(root || Dir.pwd, "tmp", "cache", "loadscan")
+      return File.join(root, "tmp", "cache", "loadscan") if root
+
+      user_cache_dir
     end
 
-    def integer(value, name)
-      Integer(value)
-    rescue ArgumentError, TypeError
-      raise ConfigError, "#{name} must be a whole number, got #{value.inspect}"
+    def user_cache_dir
+      base = @env["XDG_CACHE_HOME"].to_s
+      base = File.join(@env["HOME"].to_s, ".cache") unless base.start_with?("/")
+      return nil unless base.start_with?("/") && File.directory?(File.dirname(base)) && Native.respond_to?(:stable_hash)
+
+      program = File.absolute_path(File.dirname($PROGRAM_NAME.to_s))
+      File.join(base, "loadscan", "#{File.basename(program).gsub(/[^\w.-]/, "_")}-#{Native.stable_hash(program)}")
     end
 
-    def flag?(value)
-      !value.nil? && !value.empty? && !%w[0 false no off].include?(value.downcase)
+    # Edit distance, for "did you mean".
+    def distance(a, b)
+      row = (0..b.size).to_a
+      a.each_char.with_index(1) do |ca, i|
+        prev, row[0] = row[0], i
+        b.each_char.with_index(1) do |cb, j|
+          prev, row[j] = row[j], [row[j] + 1, row[j - 1] + 1, prev + (ca == cb ? 0 : 1)].min
+        end
+      end
+      row[b.size]
     end
   end
 end

@@ -4,7 +4,4 @@ module Loadscan
   # Base class of loadscan's errors. Nothing in the boot path raises it: any problem there
   # degrades to Ruby's own require with a warning.
   class Error < StandardError; end
-
-  # A configuration value (keyword or LOADSCAN_* variable) that makes no sense.
-  class ConfigError < Error; end
 end

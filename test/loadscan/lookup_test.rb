@@ -7,7 +7,7 @@ require_relative "../../fixtures/random_tree"
 # names, odd entries), every answer the index gives equals `$LOAD_PATH.resolve_feature_path`,
 # and a boot that requires every feature ends exactly like a stock boot.
 class LookupTest < Minitest::Test
-  SEEDS = (ENV["LOADSCAN_SEEDS"] || "1-8").then { |s| s.include?("-") ? Range.new(*s.split("-").map(&:to_i)) : s.split(",").map(&:to_i) }
+  SEEDS = (ENV["LOADSCAN_TEST_SEEDS"] || "1-8").then { |s| s.include?("-") ? Range.new(*s.split("-").map(&:to_i)) : s.split(",").map(&:to_i) }
 
   # The seed's tree, generated once per test in a temp dir of its own (two suites running at
   # once, on two Rubies, must not share one).

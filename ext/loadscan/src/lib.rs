@@ -196,6 +196,12 @@ fn stats(ruby: &Ruby) -> Result<Option<RHash>, Error> {
     Ok(Some(h))
 }
 
+/// `stable_hash(string)`: 16 hex digits, the same in every process and on every machine (names
+/// the per-program cache directory of a script outside any app).
+fn stable_hash(s: RString) -> String {
+    format!("{:016x}", loadscan_core::hash::stable_hash(unsafe { s.as_slice() }))
+}
+
 #[magnus::init]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let native = ruby.define_module("Loadscan")?.define_module("Native")?;
@@ -208,6 +214,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("problems", function!(problems, 0))?;
     native.define_module_function("stats", function!(stats, 0))?;
     native.define_module_function("probes", function!(resolver::probes, 0))?;
+    native.define_module_function("stable_hash", function!(stable_hash, 1))?;
     let decorator = native.define_module("Decorator")?;
     decorator.define_method("require", magnus::method!(decorator::require, 1))?;
     decorator.define_method("resolve_feature_path", magnus::method!(decorator::resolve_feature_path, 1))?;
