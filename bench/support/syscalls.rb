@@ -1,0 +1,235 @@
+# frozen_string_literal: true
+
+require "set"
+require "fileutils"
+require_relative "runner"
+require_relative "fixtures"
+
+module Bench
+  # Failed file-system calls of one boot, by cause (bench/syscalls.rb, bench/gate).
+  #
+  # A boot runs under `strace -f -qq -e trace=<TRACE>` (every call, failed or not: the successful
+  # opens say what was loaded when). Each FAILED call is given one cause, from its path alone and
+  # from what the trace had opened before it; the boot's $LOAD_PATH (entries) comes from a stock
+  # boot's report of the same fixture (fixtures/README.md, BOOT_REPORT), in load-path order:
+  #
+  # 0. before the prelude: every failed call before the prelude file is opened (stock loads the
+  #    empty bench/preludes/stock.rb at the same point) — Ruby's startup, RubyGems, bundler/setup:
+  #    no load-path cache set up in the prelude can answer those. Counted in the totals, and
+  #    broken down by the causes below separately.
+  # 1. own: the variant's own work, none of it a `require` — its cache dir (LOADSCAN_CACHE_DIR,
+  #    BENCH_BOOTSNAP_DIR), a load-path entry itself or one of its ancestors (a cache checking that
+  #    an entry still is what it listed), an O_DIRECTORY open under an entry (listing). Stock has
+  #    none; a cold boot's listing is here, so "cold, apart from the listing" = total − own.
+  # 2. a path under an entry E that is E/F.rb or E/F.so (also .o, .bundle) is a probe for the
+  #    feature F (longest entry first, so nested entries are right). F's winner W is what Ruby
+  #    would load: the first entry with F.rb, else the first with F.so (the tree does not change
+  #    during a boot, so the file system now answers for then);
+  #    - miss: no entry has F at all (every entry probed for .rb and .so, nothing found);
+  #    - re-require: W (or its realpath) was already opened successfully earlier in the trace, so
+  #      F was loaded (or is being loaded) and is probed again;
+  #    - left to Ruby: W not loaded yet: Ruby's own search, a partial sweep up to W.
+  #    A failed stat-family call on E/D (no extension) is a check of the directory a missing
+  #    feature would be in (loadscan stats it per application entry before raising a sure miss;
+  #    stock and Bootsnap make none): miss,
+  #    shown as "D/". (For a top-level feature that directory is the entry itself: "own".)
+  # 3. rubygems: RubyGems' and Bundler's own probes: anything under a GEM_PATH dir that is not a
+  #    feature probe (specifications/, gems/*/man for Bundler's MANPATH, extensions/, build_info),
+  #    a *.gemspec, a .bundle dir, Gemfile/gems.rb lookups.
+  # 4. outside: everything else — encodings, `ruby.so`-style relative spellings Ruby checks
+  #    against $LOADED_FEATURES (`enumerator.so`, `thread.rb`: relative to the cwd), C-level
+  #    rb_require of absolute paths, files Ruby's own runtime looks for (gconv, locale, …).
+  #
+  # Failed-call counts are a function of the tree and the boot (no timing, no randomness: lazily
+  # listed directories and cache contents are the same from run to run), which bench/syscalls.rb
+  # checks by running every variant twice.
+  module Syscalls
+    TRACE = %w[openat open stat lstat newfstatat statx access faccessat faccessat2].freeze
+    OPENS = %w[openat open].freeze
+    CAUSES = %w[miss re-require left_to_ruby rubygems outside own].freeze
+    FEATURE_CAUSES = %w[miss re-require left_to_ruby].freeze
+    EXTS = %w[.rb .so .o .bundle].freeze
+
+    module_function
+
+    # The boot's $LOAD_PATH (a stock boot's report), in order.
+    def load_path(fx)
+      @load_path ||= {}
+      @load_path[fx[:root]] ||= begin
+        out = File.join(OUT_DIR, "strace", "#{fx[:name]}-stock.report")
+        FileUtils.mkdir_p(File.dirname(out))
+        Runner.time_once(Fixtures.gem_env(fx).merge("BOOT_REPORT" => out), [RUBY, fx[:boot]])
+        Marshal.load(File.binread(out))["load_path"].map { |e| File.expand_path(e) }.uniq # rubocop:disable Security/MarshalLoad
+      end
+    end
+
+    # Runs the variant once under strace (its `prepare` first) and classifies the failed calls.
+    # `only`: syscalls to trace (default TRACE). Returns the log path and the classification.
+    def measure(fx, variant, tag, only: TRACE)
+      dir = File.join(OUT_DIR, "strace")
+      FileUtils.mkdir_p(dir)
+      log = File.join(dir, "#{fx[:name]}-#{variant.name}-#{tag}.strace")
+      variant.prepare&.call
+      env = variant.env || {}
+      # the point where a cache could take over: stock loads the empty prelude there
+      env = env.merge("BOOT_PRELUDE" => Fixtures.prelude("stock")) if env["BOOT_PRELUDE"].to_s.empty?
+      ok = system(env, "strace", "-f", "-qq", "-o", log, "-e", "trace=#{only.join(",")}", *variant.argv,
+                  out: File::NULL, err: File::NULL)
+      raise "strace of #{variant.name} failed: #{variant.argv.join(" ")}" unless ok
+
+      prelude = env["BOOT_PRELUDE"]
+      own = [env["LOADSCAN_CACHE_DIR"], env["BENCH_BOOTSNAP_DIR"]].compact.reject(&:empty?)
+      gem_path = env.fetch("GEM_PATH", ENV["GEM_PATH"]).to_s.split(File::PATH_SEPARATOR) | Gem.path
+      classify(log, entries: load_path(fx), own_dirs: own, gem_path: gem_path, prelude: prelude)
+    end
+
+    # {counts: {cause => {"openat" => n, "stat" => n}}, features: {cause => {feature => n}},
+    #  paths: {cause => {sample path => n}}, failed_openat:, failed_stat:}
+    def classify(log, entries:, own_dirs:, gem_path:, prelude: nil)
+      c = Classifier.new(entries, own_dirs, gem_path, prelude)
+      pending = {}
+      File.foreach(log) do |line|
+        pid = line[/\A\d+/]
+        if line.include?("<unfinished ...>")
+          pending[pid] = line.sub(/\s*<unfinished \.\.\.>\s*\z/, "")
+          next
+        end
+        if (m = line.match(/\A\d+\s+<\.\.\. \w+ resumed>\s*(.*)\z/m))
+          head = pending.delete(pid) or next
+          line = head + m[1]
+        end
+        c.call(line)
+      end
+      c.result
+    end
+
+    class Classifier
+      def initialize(entries, own_dirs, gem_path, prelude)
+        @entries = entries
+        @by_length = entries.each_with_index.sort_by { |e, i| [-e.size, i] }.map(&:first)
+        @ancestors = Set.new
+        entries.each do |e|
+          d = e
+          loop do
+            @ancestors << d
+            up = File.dirname(d)
+            break if up == d
+
+            d = up
+          end
+        end
+        @own = own_dirs.map { |d| File.expand_path(d) }
+        @gem_path = gem_path.map { |d| File.expand_path(d) }
+        @opened = Set.new
+        @winner = {}
+        @real = {}
+        @counts = CAUSES.to_h { |k| [k, { "openat" => 0, "stat" => 0 }] }
+        @features = CAUSES.to_h { |k| [k, Hash.new(0)] }
+        @paths = CAUSES.to_h { |k| [k, { "openat" => Hash.new(0), "stat" => Hash.new(0) }] }
+        @before = { "openat" => 0, "stat" => 0 }
+        @before_by = CAUSES.to_h { |k| [k, { "openat" => 0, "stat" => 0 }] }
+        @prelude = prelude
+        @after = prelude.nil?
+      end
+
+      def call(line)
+        name = line[/\A\d+\s+(\w+)\(/, 1] or return
+        path = line[/\(\s*(?:AT_FDCWD,\s*)?"((?:[^"\\]|\\.)*)"/, 1] or return
+        failed = line.match?(/\) = -1 E[A-Z]+/)
+        open = OPENS.include?(name)
+        if !failed
+          @opened << realpath(path) if open && EXTS.include?(File.extname(path))
+          @after = true if open && path == @prelude
+          return
+        end
+        kind = open ? "openat" : "stat"
+        cause, feature = cause_of(path, line)
+        unless @after
+          @before[kind] += 1
+          @before_by[cause][kind] += 1
+          return
+        end
+        @counts[cause][kind] += 1
+        if feature
+          @features[cause][feature] += 1
+        else
+          @paths[cause][kind][path] += 1
+        end
+      end
+
+      def cause_of(path, line)
+        abs = path.start_with?("/")
+        return ["outside", nil] unless abs
+        return ["own", nil] if @own.any? { |d| path == d || path.start_with?("#{d}/") } || @ancestors.include?(path)
+
+        entry = @by_length.find { |e| path.start_with?("#{e}/") }
+        if entry
+          return ["own", nil] if line.include?("O_DIRECTORY")
+
+          rel = path.delete_prefix("#{entry}/")
+          ext = File.extname(rel)
+          if EXTS.include?(ext)
+            feature = rel.delete_suffix(ext)
+            w = winner(feature)
+            return ["miss", feature] unless w
+            return ["re-require", feature] if @opened.include?(realpath(w)) || @opened.include?(w)
+
+            return ["left_to_ruby", feature]
+          end
+          # a directory a feature would be in (loadscan's one stat per application entry before
+          # it raises a sure miss): a miss when no entry has that directory
+          return ["miss", "#{rel}/"] if !EXTS.include?(ext) && !OPENS.include?(line[/\A\d+\s+(\w+)/, 1])
+        end
+        return ["rubygems", nil] if rubygems?(path)
+
+        ["outside", nil]
+      end
+
+      def rubygems?(path)
+        path.end_with?(".gemspec") || path.include?("/.bundle") || path.match?(%r{/(Gemfile|gems\.rb)(\.lock)?\z}) ||
+          @gem_path.any? { |d| path == d || path.start_with?("#{d}/") }
+      end
+
+      def winner(feature)
+        @winner.fetch(feature) do
+          w = %w[.rb .so].each do |ext|
+            e = @entries.find { |x| File.file?("#{x}/#{feature}#{ext}") }
+            break "#{e}/#{feature}#{ext}" if e
+          end
+          @winner[feature] = w.is_a?(String) ? w : nil
+        end
+      end
+
+      def realpath(path)
+        @real[path] ||= begin
+          File.realpath(path)
+        rescue SystemCallError
+          path
+        end
+      end
+
+      def result
+        sum = ->(k) { @counts.sum { |_, v| v[k] } }
+        { counts: @counts, features: @features.transform_values { |h| h.sort_by { |f, n| [-n, f] }.to_h },
+          paths: @paths.transform_values { |k| k.transform_values { |h| h.sort_by { |f, n| [-n, f] }.first(20).to_h } },
+          before: @before, before_by_cause: @before_by, failed_openat: sum.("openat") + @before["openat"], failed_stat: sum.("stat") + @before["stat"] }
+      end
+    end
+
+    # Total failed calls of a kind ("openat"/"stat"), leaving out some causes.
+    def total(r, kind, except: [])
+      r[:counts].sum { |cause, v| except.include?(cause) ? 0 : v[kind] } + (except.include?("before") ? 0 : r[:before][kind])
+    end
+
+    # One line per cause with calls: "miss 12 (fixture-optional-crt 6, …)".
+    def breakdown(r, kind: "openat", top: 4)
+      (r[:before][kind].zero? ? [] : ["before the prelude #{r[:before][kind]}"]) + CAUSES.filter_map do |cause|
+        n = r[:counts][cause][kind]
+        next if n.zero?
+
+        what = r[:features][cause].empty? ? r[:paths][cause][kind] : r[:features][cause]
+        "#{cause} #{n}" + (what.empty? ? "" : " (#{what.first(top).map { |k, v| "#{k} #{v}" }.join(", ")}#{what.size > top ? ", …" : ""})")
+      end
+    end
+  end
+end
