@@ -1,62 +1,250 @@
 # frozen_string_literal: true
 
-module Loadscan
-  # `loadscan` on the command line: look at what the index answers for this Ruby's load path
-  # (plus any -I dirs), and manage the cache.
-  class CLI
-    USAGE = <<~TEXT
-      Usage: loadscan [-I DIR]... COMMAND [ARGS]
-        lookup FEATURE...   what `require FEATURE` would load, per loadscan and per Ruby
-        stats               entries, features and cache use for this load path
-        problems            paths the scanner left to Ruby (loops, unreadable dirs, …)
-        clear               delete the cache file (LOADSCAN_CACHE_DIR or tmp/cache/loadscan)
-    TEXT
+require "optparse"
 
-    def initialize(argv, out: $stdout, err: $stderr)
+module Loadscan
+  # `loadscan` on the command line. Commands look at the load path the app's boot sets up:
+  # run in the app's directory, they set Bundler up first when there is a Gemfile (as
+  # config/boot.rb does), then add `-I` dirs in front. `--json` prints one JSON document per
+  # command (the schema is in the README, "Command line").
+  class CLI
+    COMMANDS = {
+      "doctor" => "is `require` reaching loadscan in this app's boot? versions, cache, settings",
+      "explain" => "FEATURE…  what loadscan answers and why, next to Ruby's own answer",
+      "lookup" => "FEATURE…  loadscan's answer next to Ruby's, one line each",
+      "build" => "list the app's whole load path and write the cache (a Docker layer, a CI artifact)",
+      "verify" => "check every feature the cache answers against Ruby's own search (exit 1 on a difference)",
+      "stats" => "entries, features and cache use for this load path",
+      "problems" => "paths the scanner leaves to Ruby (loops, unreadable dirs, …)",
+      "clear" => "delete the cache file",
+    }.freeze
+
+    # A wrong command line: the message, exit 1.
+    class Usage < StandardError; end
+
+    def initialize(argv, out: $stdout, err: $stderr, env: ENV)
       @argv = argv.dup
       @out = out
       @err = err
+      @env = env
+      @json = false
+      @dirs = []
+      @options = {}
     end
 
+    # Runs the command line; returns the exit status.
     def run
-      while @argv.first == "-I"
-        @argv.shift
-        $LOAD_PATH.unshift(File.expand_path(@argv.shift.to_s))
-      end
-      command = @argv.shift
-      case command
-      when "lookup" then lookup(@argv)
-      when "stats" then start && @out.puts(Loadscan.stats.map { |k, v| "#{k}: #{v}" })
-      when "problems" then start && Loadscan.problems.each { |kind, message| @out.puts("#{kind}\t#{message}") }
-      when "clear" then clear
-      else
-        @err.puts(USAGE)
-        return command.nil? || command == "help" ? 0 : 2
-      end
-      0
+      catch(:done) { dispatch }
     end
 
     private
 
-    def start
-      Loadscan.setup(readonly: true) || abort("loadscan is not active (LOADSCAN_DISABLE, or the extension did not load)")
+    def dispatch
+      parser.parse!(@argv)
+      command = @argv.shift or raise Usage, "no command given"
+      raise Usage, "unknown command #{command.inspect} (commands: #{COMMANDS.keys.join(", ")})" unless COMMANDS.key?(command)
+      raise Usage, "#{command} needs at least one FEATURE" if %w[explain lookup].include?(command) && @argv.empty?
+
+      send(:"cmd_#{command}", @argv)
+    rescue OptionParser::ParseError, Usage => e
+      @err.puts("loadscan: #{e.message}", "Run `loadscan --help` for usage.")
+      1
     end
 
-    def lookup(features)
-      start
-      features.each do |feature|
-        ruby = CoreExt::LoadPath.ruby_resolve_feature_path(feature)&.last
-        ours = Loadscan.lookup(feature)
-        agree = ours == :unknown || ours == (ruby || :missing)
-        @out.puts("#{feature}\t#{ours}#{agree ? "" : "\truby: #{ruby.inspect}"}")
+    def parser
+      OptionParser.new do |o|
+        o.banner = "Usage: loadscan [options] COMMAND [ARGS]"
+        o.separator ""
+        o.separator "Commands:"
+        COMMANDS.each { |name, what| o.separator(format("  %-10s %s", name, what)) }
+        o.separator ""
+        o.separator "Options:"
+        o.on("-I DIR", "add DIR in front of the load path (-IDIR or -I DIR)") { |d| @dirs << File.expand_path(d) }
+        o.on("--cache-dir DIR", "the cache directory (default: as LOADSCAN_CACHE_DIR or the app's tmp/cache/loadscan)") do |d|
+          @options[:cache_dir] = File.expand_path(d)
+        end
+        o.on("--json", "print JSON") { @json = true }
+        o.on("-h", "--help", "this text") do
+          @out.puts(o.help)
+          throw :done, 0
+        end
+        o.on("--version", "loadscan's version") do
+          @out.puts("loadscan #{VERSION}")
+          throw :done, 0
+        end
       end
     end
 
-    def clear
-      dir = Config.new.cache_dir or return @out.puts("no cache configured")
-      path = File.join(dir, "index")
-      File.delete(path) if File.exist?(path)
-      @out.puts("removed #{path}")
+    # Sets the app's load path up (Bundler, when there is a Gemfile, then -I dirs) and starts
+    # loadscan on it, never writing the cache unless `write`. Returns why it could not start.
+    def start(write: false, lazy: nil)
+      bundler_setup
+      @dirs.reverse_each { |d| $LOAD_PATH.unshift(d) }
+      options = @options.merge(readonly: !write)
+      options[:lazy] = lazy unless lazy.nil?
+      return nil if Loadscan.setup(**options)
+
+      Native.available? ? "loadscan is disabled (LOADSCAN_DISABLE)" : "the extension did not load: #{Native.load_error.message}"
+    end
+
+    def bundler_setup
+      gemfile = @env["BUNDLE_GEMFILE"] || (File.file?("Gemfile") && File.expand_path("Gemfile"))
+      return @bundler = nil unless gemfile
+
+      require "bundler/setup"
+      @bundler = gemfile
+    rescue StandardError, LoadError => e
+      @bundler = "#{gemfile} (Bundler failed: #{e.message.lines.first.chomp})"
+    end
+
+    def emit(data, text)
+      if @json
+        require "json"
+        @out.puts(JSON.pretty_generate(data))
+      else
+        @out.puts(text)
+      end
+    end
+
+    def ruby_answer(feature)
+      CoreExt::LoadPath.ruby_resolve_feature_path(feature)&.last
+    rescue LoadError, ArgumentError, TypeError
+      nil
+    end
+
+    def show(answer) = answer.is_a?(Symbol) ? answer.to_s : answer
+
+    def cmd_lookup(features)
+      if (why = start)
+        raise Usage, why
+      end
+
+      rows = features.map do |feature|
+        ours = Loadscan.lookup(feature)
+        ruby = ruby_answer(feature)
+        { "feature" => feature, "loadscan" => show(ours), "ruby" => ruby, "agree" => ours == :unknown || ours == (ruby || :missing) }
+      end
+      emit(rows, rows.map { |r| "#{r["feature"]}\t#{r["loadscan"]}#{r["agree"] ? "" : "\truby: #{r["ruby"].inspect}"}" })
+      rows.all? { |r| r["agree"] } ? 0 : 1
+    end
+
+    def cmd_explain(features)
+      if (why = start)
+        raise Usage, why
+      end
+
+      rows = features.map { |feature| explain(feature) }
+      text = rows.flat_map do |r|
+        lines = ["#{r["feature"]}: #{r["loadscan"]}", "  ruby: #{r["ruby"] || "not found"}", "  why: #{r["why"]}"]
+        lines += r["candidates"].map { |c| "  entry #{c["rank"]}: #{c["root"]} has #{c["kind"]}" }
+        # Past the winning .rb (or a file named with its extension) nothing can change the answer.
+        won = r["candidates"].find { |c| r["loadscan"].to_s.start_with?("#{c["root"]}/") }
+        winner = won && (won["kind"] == "rb" || File.extname(r["feature"]) != "") ? won["rank"] : nil
+        later = ->(rank) { winner && rank > winner ? " (after the answer: cannot change it)" : "" }
+        lines += r["blind"].map { |b| "  blind spot in entry #{b["rank"]}: #{File.join(b["root"], b["dir"])}#{later.(b["rank"])}" }
+        lines + r["deferred"].map { |d| "  not listed yet in entry #{d["rank"]}: #{File.join(d["root"], d["dir"])}#{later.(d["rank"])}" }
+      end
+      emit(rows, text)
+      0
+    end
+
+    def explain(feature)
+      ours = Loadscan.lookup(feature) # first: it lists the directories its answer depends on
+      info = Native.explain(feature)
+      row = { "feature" => feature, "loadscan" => show(ours), "ruby" => ruby_answer(feature),
+              "candidates" => [], "blind" => [], "deferred" => [] }
+      if info
+        row["candidates"] = info[:candidates].map { |rank, root, kind| { "rank" => rank, "root" => root, "kind" => kind.to_s } }
+        row["blind"] = info[:blind].map { |rank, root, dir| { "rank" => rank, "root" => root, "dir" => dir } }
+        row["deferred"] = info[:deferred].map { |rank, root, dir| { "rank" => rank, "root" => root, "dir" => dir } }
+      end
+      row["why"] = if info.nil?
+                     "not a feature searched on the load path (an absolute, ./ or ~ path): Ruby's require answers"
+                   elsif ours == :missing
+                     "no entry has it: require raises Ruby's LoadError (after asking the app's own directories)"
+                   elsif ours == :unknown
+                     "a blind spot comes first: Ruby's require answers"
+                   else
+                     "the first entry with #{feature.end_with?(".rb", ".so") ? "that file" : "a .rb (else a native extension)"} " \
+                       "in $LOAD_PATH order, as Ruby searches: extension by extension, then entry by entry"
+                   end
+      row
+    end
+
+    def cmd_build(_args)
+      if (why = start(write: true, lazy: false))
+        raise Usage, why
+      end
+
+      result = Loadscan.save
+      stats = Loadscan.stats
+      data = { "cache_dir" => Loadscan.config.cache_dir, "result" => result.to_s, "entries" => stats[:load_path_entries],
+               "features" => stats[:features], "bundler" => @bundler }
+      emit(data, "#{result} #{data["cache_dir"]}: #{data["entries"]} entries, #{data["features"]} features" \
+                  "#{@bundler ? " (load path from #{@bundler})" : ""}")
+      %i[written clean].include?(result) ? 0 : 1
+    end
+
+    def cmd_verify(_args)
+      if (why = start)
+        raise Usage, why
+      end
+
+      stems = Native.stems
+      wrong = stems.filter_map do |stem|
+        ours = Loadscan.lookup(stem)
+        next if ours == :unknown
+
+        ruby = ruby_answer(stem)
+        { "feature" => stem, "loadscan" => show(ours), "ruby" => ruby } unless ours == (ruby || :missing)
+      end
+      data = { "checked" => stems.size, "disagree" => wrong }
+      emit(data, ["#{stems.size} features checked against Ruby's own search, #{wrong.size} disagree",
+                   *wrong.map { |w| "#{w["feature"]}\t#{w["loadscan"]}\truby: #{w["ruby"].inspect}" }])
+      wrong.empty? ? 0 : 1
+    end
+
+    def cmd_stats(_args)
+      if (why = start)
+        raise Usage, why
+      end
+
+      stats = Loadscan.stats
+      emit(stats.transform_keys(&:to_s), stats.map { |k, v| "#{k}: #{v}" })
+      0
+    end
+
+    def cmd_problems(_args)
+      if (why = start)
+        raise Usage, why
+      end
+
+      problems = Loadscan.problems
+      emit(problems.map { |kind, message| { "kind" => kind.to_s, "message" => message } },
+            problems.map { |kind, message| "#{kind}\t#{message}" })
+      0
+    end
+
+    def cmd_clear(_args)
+      dir = Config.new(**@options.slice(:cache_dir), env: @env).cache_dir
+      return emit({ "removed" => [] }, "no cache configured") || 0 unless dir
+
+      removed = CACHE_FILES.map { |name| File.join(dir, name) }.select { |path| File.file?(path) || File.symlink?(path) }
+      removed.each { |path| File.delete(path) }
+      emit({ "cache_dir" => dir, "removed" => removed },
+            removed.empty? ? "nothing to remove in #{dir}" : removed.map { |path| "removed #{path}" })
+      0
+    end
+
+    # Names loadscan gives its cache file (the current one first).
+    CACHE_FILES = %w[loadscan.cache index].freeze
+
+    def cmd_doctor(_args)
+      require_relative "doctor"
+      Doctor.new(cli_dirs: @dirs, options: @options, env: @env).report.then do |report|
+        emit(report, Doctor.text(report))
+        report["ok"] ? 0 : 1
+      end
     end
   end
 end

@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
 require_relative "../test_helper"
+require "json"
+require_relative "../../lib/loadscan/version"
 
 class CLITest < Minitest::Test
   EXE = File.join(Loadscan::TestSupport::ROOT, "exe", "loadscan")
@@ -31,10 +33,82 @@ class CLITest < Minitest::Test
       assert_match(/^dangling\t.*gone/, out)
       refute File.exist?(File.join(cache, "index")), "the CLI never writes the cache"
       out, = loadscan("clear", cache: cache)
-      assert_equal "removed #{cache}/index\n", out
-      _, err, status = loadscan("bogus", cache: cache)
-      assert_equal 2, status.exitstatus
-      assert_match(/Usage/, err)
+      assert_equal "nothing to remove in #{cache}\n", out
+    end
+  end
+
+  def test_help_version_and_usage_errors
+    out, err, status = loadscan("--help", cache: "/nonexistent")
+    assert_equal 0, status.exitstatus
+    assert_empty err
+    assert_match(/\AUsage: loadscan \[options\] COMMAND \[ARGS\]\n/, out)
+    %w[doctor explain lookup build verify stats problems clear].each { |c| assert_match(/^  #{c} /, out) }
+    assert_equal loadscan("-h", cache: "/nonexistent")[0], out
+    assert_equal ["loadscan #{Loadscan::VERSION}\n", "", 0], loadscan("--version", cache: "/x").then { |o, e, s| [o, e, s.exitstatus] }
+    {
+      %w[bogus] => /unknown command "bogus" \(commands: doctor, explain, lookup, build, verify, stats, problems, clear\)/,
+      %w[--bogus stats] => /invalid option: --bogus/,
+      [] => /no command given/,
+      %w[explain] => /explain needs at least one FEATURE/,
+    }.each do |args, message|
+      out, err, status = loadscan(*args, cache: "/nonexistent")
+      assert_equal 1, status.exitstatus, args.inspect
+      assert_empty out
+      assert_match message, err
+      assert_match(/Run `loadscan --help` for usage/, err)
+    end
+  end
+
+  def test_json_on_every_command_and_joined_include_dirs
+    with_files([["lib/a.rb", ""], ["lib/sub/b.rb", ""]]) do |dir|
+      cache = File.join(dir, "cache")
+      json = ->(*args) { JSON.parse(loadscan("--json", "-I#{dir}/lib", *args, cache: cache).first) }
+      assert_equal [{ "feature" => "a", "loadscan" => "#{dir}/lib/a.rb", "ruby" => "#{dir}/lib/a.rb", "agree" => true }],
+                   json.("lookup", "a")
+      explained = json.("explain", "sub/b", "nope").map { |r| r.slice("feature", "loadscan", "ruby", "candidates") }
+      assert_equal [{ "feature" => "sub/b", "loadscan" => "#{dir}/lib/sub/b.rb", "ruby" => "#{dir}/lib/sub/b.rb",
+                      "candidates" => [{ "rank" => 0, "root" => "#{dir}/lib", "kind" => "rb" }] },
+                    { "feature" => "nope", "loadscan" => "missing", "ruby" => nil, "candidates" => [] }], explained
+      verified = json.("verify")
+      assert_operator verified["checked"], :>=, 2
+      assert_empty verified["disagree"]
+      assert_kind_of Integer, json.("stats")["features"]
+      assert_kind_of Array, json.("problems")
+      assert_equal({ "cache_dir" => cache, "removed" => [] }, json.("clear"))
+    end
+  end
+
+  # `build` writes the cache from the app's whole load path; a later read-only boot serves every
+  # entry from it.
+  def test_build_writes_a_cache_that_boots_use
+    with_files([["lib/a.rb", ""], ["lib/deep/er/b.rb", ""]]) do |dir|
+      cache = File.join(dir, "cache")
+      out, err, status = loadscan("-I", "#{dir}/lib", "build", cache: cache)
+      assert status.success?, err
+      assert_match(/\Awritten #{Regexp.escape(cache)}: \d+ entries, \d+ features/, out)
+      run = run_ruby("$LOAD_PATH.unshift(#{"#{dir}/lib".inspect}); require 'deep/er/b'; report(Loadscan.stats)",
+                     loadscan: true, env: { "LOADSCAN_CACHE_DIR" => cache, "LOADSCAN_READONLY" => "1" })
+      assert run.status.success?, run.stderr
+      assert_equal 0, run.report[:roots_scanned], run.report.inspect
+      assert_equal 0, run.report[:dirs_listed_lazily], "build listed every directory: #{run.report.inspect}"
+    end
+  end
+
+  # `doctor` boots the app as it boots: an app whose config/boot.rb sets loadscan up is fine; one
+  # whose boot does not is told how to fix it, with exit 1.
+  def test_doctor
+    with_files([["app/config/boot.rb", "require #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}\n"],
+                ["bare/config/boot.rb", "# nothing\n"]]) do |dir|
+      out, err, status = Open3.capture3({ "RUBYOPT" => nil, "LOADSCAN_CACHE_DIR" => "#{dir}/cache" }, RbConfig.ruby, EXE,
+                                        "doctor", chdir: "#{dir}/app")
+      assert_equal 0, status.exitstatus, out + err
+      assert_match(/^require reaches loadscan: yes/, out)
+      assert_match(/^ok$/, out)
+      out, _, status = Open3.capture3({ "RUBYOPT" => nil }, RbConfig.ruby, EXE, "--json", "doctor", chdir: "#{dir}/bare")
+      assert_equal 1, status.exitstatus
+      report = JSON.parse(out)
+      refute report["ok"]
+      assert_match(/config\/boot.rb does not set loadscan up: add `require "loadscan\/setup"`/, report["problems"].first)
     end
   end
 

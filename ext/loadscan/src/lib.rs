@@ -17,7 +17,7 @@ mod nogvl;
 mod resolver;
 
 use loadscan_core::index::SyncPolicy;
-use loadscan_core::scan::{ProblemKind, ScanOptions};
+use loadscan_core::scan::{Kind, ProblemKind, ScanOptions};
 use loadscan_core::store::Validation;
 use magnus::{function, prelude::*, Error, RArray, RHash, RModule, RString, Ruby, Value};
 use resolver::Answer;
@@ -196,6 +196,36 @@ fn stats(ruby: &Ruby) -> Result<Option<RHash>, Error> {
     Ok(Some(h))
 }
 
+/// `explain(feature)`: `{candidates: [[rank, root, :rb | :so], …], blind: [[rank, root, dir], …],
+/// deferred: [[rank, root, dir], …]}` (ranks are load-path positions), or nil.
+fn explain(ruby: &Ruby, feature: RString) -> Result<Option<RHash>, Error> {
+    let Some(e) = resolver::explain(unsafe { feature.as_slice() }) else { return Ok(None) };
+    let h = ruby.hash_new();
+    let kind = |k: Kind| ruby.to_symbol(if k == Kind::Rb { "rb" } else { "so" });
+    let candidates = ruby.ary_new();
+    for (rank, root, k) in e.candidates {
+        candidates.push((rank, ruby.str_from_slice(&root), kind(k)))?;
+    }
+    h.aset(ruby.to_symbol("candidates"), candidates)?;
+    for (name, spots) in [("blind", e.blind), ("deferred", e.deferred)] {
+        let list = ruby.ary_new();
+        for (rank, root, dir) in spots {
+            list.push((rank, ruby.str_from_slice(&root), ruby.str_from_slice(&dir)))?;
+        }
+        h.aset(ruby.to_symbol(name), list)?;
+    }
+    Ok(Some(h))
+}
+
+/// `stems`: every stem the index holds for the current load path.
+fn stems(ruby: &Ruby) -> RArray {
+    let out = ruby.ary_new();
+    for stem in resolver::stems() {
+        let _ = out.push(ruby.str_from_slice(&stem));
+    }
+    out
+}
+
 /// `stable_hash(string)`: 16 hex digits, the same in every process and on every machine (names
 /// the per-program cache directory of a script outside any app).
 fn stable_hash(s: RString) -> String {
@@ -215,6 +245,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("stats", function!(stats, 0))?;
     native.define_module_function("probes", function!(resolver::probes, 0))?;
     native.define_module_function("stable_hash", function!(stable_hash, 1))?;
+    native.define_module_function("explain", function!(explain, 1))?;
+    native.define_module_function("stems", function!(stems, 0))?;
     let decorator = native.define_module("Decorator")?;
     decorator.define_method("require", magnus::method!(decorator::require, 1))?;
     decorator.define_method("resolve_feature_path", magnus::method!(decorator::resolve_feature_path, 1))?;

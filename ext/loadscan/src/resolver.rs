@@ -495,3 +495,14 @@ pub fn stats() -> Option<Stats> {
         lazy: s.index.lazy_stats(),
     })
 }
+
+/// What the index holds about `feature` (`loadscan explain`); `None` when it is not a feature
+/// the index answers (a path, or loadscan stopped or busy).
+pub fn explain(feature: &[u8]) -> Option<loadscan_core::index::Explanation> {
+    with_synced(|s| s.index.parse(feature).map(|q| s.index.explain(&q))).flatten()
+}
+
+/// Every stem the index holds for the current load path (`loadscan verify`).
+pub fn stems() -> Vec<Vec<u8>> {
+    with_synced(|s| s.index.stems()).unwrap_or_default()
+}

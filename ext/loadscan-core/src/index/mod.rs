@@ -23,6 +23,7 @@
 //! all of them, and the cache written at exit holds exactly those, to be extended the same way
 //! by a later boot that needs more.
 
+mod explain;
 mod feature;
 mod ids;
 
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
 
+pub use explain::Explanation;
 pub use feature::{Query, Want};
 use ids::IdList;
 

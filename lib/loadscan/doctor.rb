@@ -1,0 +1,133 @@
+# frozen_string_literal: true
+
+require "open3"
+require "tmpdir"
+require "etc"
+
+module Loadscan
+  # `loadscan doctor`: boots the app the way it boots (config/boot.rb when there is one, else
+  # Bundler when there is a Gemfile) in a separate Ruby process, and reports whether `require`
+  # reaches loadscan there, the versions involved, the settings in effect, the cache, and what
+  # the boot's index answered. Each problem comes with the fix in words; any problem makes the
+  # exit status 1.
+  class Doctor
+    # Runs in the child: the app's own boot (loadscan/setup by the absolute path in ARGV[1] if the
+    # boot did not set it up), then a report (Marshal, to the path in ARGV[0]).
+    PROBE_SCRIPT = <<~'RUBY'
+      report = { "boot" => nil }
+      begin
+        if File.file?("config/boot.rb")
+          report["boot"] = "config/boot.rb"
+          load File.expand_path("config/boot.rb")
+        elsif ENV["BUNDLE_GEMFILE"] || File.file?("Gemfile")
+          report["boot"] = "bundler/setup"
+          require "bundler/setup"
+        end
+      rescue Exception => e # rubocop:disable Lint/RescueException
+        report["boot_error"] = "#{e.class}: #{e.message.lines.first.to_s.chomp}"
+      end
+      report["set_up_by_boot"] = defined?(Loadscan) && Loadscan.respond_to?(:active?) && Loadscan.active?
+      unless report["set_up_by_boot"]
+        require ARGV.fetch(1) # loadscan/setup, by absolute path
+      end
+      report["ruby"] = RUBY_DESCRIPTION
+      report["rubygems"] = defined?(Gem::VERSION) ? Gem::VERSION : nil
+      report["bundler"] = defined?(Bundler::VERSION) ? Bundler::VERSION : nil
+      report["active"] = Loadscan.active?
+      report["native"] = Loadscan::Native.available? ? nil : Loadscan::Native.load_error.message
+      report["engaged"] = Loadscan.engaged?
+      report["require"] = Kernel.instance_method(:require).source_location&.join(":") || "a C function (Ruby's own or loadscan's)"
+      if (config = Loadscan.config)
+        report["settings"] = { "enabled" => config.enabled, "cache_dir" => config.cache_dir, "validate" => config.validate,
+                               "readonly" => config.readonly, "lazy" => config.lazy, "threads" => config.threads }
+        report["setting_problems"] = config.problems
+      end
+      report["stats"] = Loadscan.stats&.transform_keys(&:to_s)
+      File.binwrite(ARGV.fetch(0), Marshal.dump(report))
+    RUBY
+
+    def initialize(cli_dirs: [], options: {}, env: ENV)
+      @dirs = cli_dirs
+      @options = options
+      @env = env
+    end
+
+    def report
+      r = probe
+      r["cache"] = cache(r.dig("settings", "cache_dir"))
+      r["problems"] = problems(r)
+      r["ok"] = r["problems"].empty?
+      r
+    end
+
+    def self.text(report)
+      lines = ["ruby: #{report["ruby"]}", "rubygems: #{report["rubygems"] || "-"}, bundler: #{report["bundler"] || "-"}",
+               "boot: #{report["boot"] || "none found (no config/boot.rb, no Gemfile)"}",
+               "loadscan set up by the boot: #{report["set_up_by_boot"] ? "yes" : "no"}",
+               "require reaches loadscan: #{report["engaged"] ? "yes" : "no"} (Kernel#require: #{report["require"]})"]
+      if (s = report["stats"])
+        lines << "index: #{s["load_path_entries"]} entries (#{s["roots_from_cache"]} from the cache), #{s["features"]} features"
+      end
+      if (c = report["cache"])
+        lines << (c["exists"] ? "cache: #{c["path"]} (#{c["size"]} bytes, owner #{c["owner"]}, mode #{c["mode"]}, #{c["age_s"]} s old)" : "cache: none yet at #{c["path"]}")
+      end
+      lines << "settings: #{report["settings"]&.map { |k, v| "#{k}=#{v}" }&.join(", ")}"
+      if report["problems"].empty?
+        lines << "ok"
+      else
+        report["problems"].each { |p| lines << "PROBLEM: #{p}" }
+      end
+      lines
+    end
+
+    private
+
+    def probe
+      Dir.mktmpdir("loadscan-doctor") do |tmp|
+        out = File.join(tmp, "report")
+        env = { "LOADSCAN_READONLY" => "1" } # looking, not writing
+        env["LOADSCAN_CACHE_DIR"] = @options[:cache_dir] if @options[:cache_dir]
+        args = @dirs.flat_map { |d| ["-I", d] }
+        _, err, status = Open3.capture3(@env.to_h.merge(env), RbConfig.ruby, *args, "-e", PROBE_SCRIPT, out, File.expand_path("setup", __dir__))
+        return { "probe_error" => err.lines.last(3).join } unless status.success? && File.file?(out)
+
+        Marshal.load(File.binread(out)) # rubocop:disable Security/MarshalLoad -- our own child wrote it
+      end
+    end
+
+    def cache(dir)
+      return nil unless dir
+
+      path = CLI::CACHE_FILES.map { |n| File.join(dir, n) }.find { |p| File.file?(p) } || File.join(dir, CLI::CACHE_FILES.first)
+      st = File.stat(path)
+      owner = (Etc.getpwuid(st.uid).name rescue st.uid) # rubocop:disable Style/RescueModifier
+      { "path" => path, "exists" => true, "size" => st.size, "owner" => owner, "mode" => format("%o", st.mode & 0o7777),
+        "age_s" => (Time.now - st.mtime).round }
+    rescue SystemCallError
+      { "path" => path, "exists" => false }
+    end
+
+    def problems(r)
+      list = []
+      return ["the boot could not run: #{r["probe_error"]}"] if r["probe_error"]
+
+      list << "the boot failed: #{r["boot_error"]}" if r["boot_error"]
+      list << "the extension did not load (#{r["native"]}): rebuild it (`gem pristine loadscan`, or `rake compile`)" if r["native"]
+      unless r["set_up_by_boot"]
+        list << "#{r["boot"] || "the boot"} does not set loadscan up: add `require \"loadscan/setup\"` after " \
+                "`require \"bundler/setup\"` in config/boot.rb (and `gem \"loadscan\", require: false` to the Gemfile)"
+      end
+      if r["active"] && !r["engaged"]
+        list << "require does not reach loadscan: Kernel#require is #{r["require"]}, which does not call the require " \
+                "it replaced; set loadscan up after it"
+      end
+      (r["setting_problems"] || []).each { |p| list << "setting: #{p}" }
+      c = r["cache"]
+      if c && c["exists"] && r["stats"] && r["stats"]["roots_from_cache"].to_i.zero? && r["stats"]["load_path_entries"].to_i.positive?
+        list << "the cache at #{c["path"]} served no entry (another Ruby or loadscan wrote it, or it is not trusted): " \
+                "boot once to rewrite it, or `loadscan clear`"
+      end
+      list
+    end
+  end
+end
