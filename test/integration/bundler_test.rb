@@ -96,6 +96,33 @@ class BundlerTest < Minitest::Test
     end
   end
 
+  # The README's migration from Bootsnap: its compile cache beside loadscan, in a Rails app. Both
+  # caches are used (Bootsnap's directory fills; loadscan answers), and the boot is stock's.
+  def test_rails_with_bootsnaps_compile_cache
+    app = self.class.apps[:rails]
+    skip "no Rails for #{RUBY_VERSION} here (Debian's Rails and its native gems are built for Ruby 3.1)" unless app
+
+    cmd = [App::RUBY, "bin/rails", "runner", App::REPORT]
+    Dir.mktmpdir("loadscan-bootsnap") do |tmp|
+      env = { "RAILS_ENV" => "production", "SECRET_KEY_BASE" => "x" * 64 }
+      # Stock here is the same app with Bootsnap's compile cache and no loadscan.
+      stock_env = env.merge("LOADSCAN_TEST_STOCK" => "1", "LOADSCAN_TEST_BOOTSNAP" => "#{tmp}/stock")
+      App.boot(app, cmd, env: stock_env)
+      stock = App.boot(app, cmd, env: stock_env)
+      bootsnap = "#{tmp}/loadscan"
+      Dir.mktmpdir("loadscan-cache") do |cache|
+        env = env.merge("LOADSCAN_CACHE_DIR" => cache, "LOADSCAN_TEST_BOOTSNAP" => bootsnap)
+        App.boot(app, cmd, env: env) # both caches cold
+        warm = App.boot(app, cmd, env: env)
+        assert_same_loaded_features stock.report["loaded_features"], warm.report["loaded_features"]
+        assert_empty warm.stderr.lines.grep(/loadscan/), warm.stderr
+        assert_answered warm.report["stats"], stock.report["loaded_features"].size, "rails + bootsnap"
+        assert_operator warm.report["stats"][:roots_from_cache], :>, 0, "loadscan's cache was used"
+        assert_operator Dir[File.join(bootsnap, "**", "*")].count { |f| File.file?(f) }, :>, 100, "Bootsnap's compile cache was filled"
+      end
+    end
+  end
+
   # A library captured Ruby's C require before loadscan was set up (EARLY) and puts it back in
   # place of loadscan afterwards, as `bundler/setup` does with RubyGems < 3.5: loadscan takes
   # that binding over too.

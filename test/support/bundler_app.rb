@@ -104,11 +104,18 @@ module Loadscan
         raise "rails new failed:\n#{out}" unless status.success?
 
         app = File.join(dir, "railsapp")
-        lock(app, %w[rails sqlite3 puma listen])
+        lock(app, %w[rails sqlite3 puma listen bootsnap])
         boot = File.join(app, "config", "boot.rb")
+        # loadscan as the README says; Bootsnap's compile cache beside it when LOADSCAN_TEST_BOOTSNAP
+        # is set (README, "Coming from Bootsnap"), in the stock boot too.
         File.write(boot, File.read(boot).sub(%(require "bundler/setup"), <<~RUBY.chomp))
           require "bundler/setup"
           require "loadscan/setup" unless ENV["LOADSCAN_TEST_STOCK"]
+          if ENV["LOADSCAN_TEST_BOOTSNAP"]
+            require "bootsnap"
+            Bootsnap.setup(cache_dir: ENV.fetch("LOADSCAN_TEST_BOOTSNAP"), load_path_cache: false,
+                           compile_cache_iseq: true, compile_cache_yaml: true)
+          end
         RUBY
         app
       end
