@@ -13,8 +13,10 @@ Gem::Specification.new do |spec|
   spec.authors = ["loadscan developers"]
   spec.license = "MIT"
   spec.required_ruby_version = ">= 3.1"
-  spec.files = Dir["lib/**/*.rb", "exe/*", "ext/**/*.{rs,rb,toml}", "Cargo.toml", "Cargo.lock",
-                   "README.md", "CHANGELOG.md", "LICENSE"]
+  # What the build and the library need: no tests, examples or benchmarks (Rust's included).
+  spec.files = Dir["lib/**/*.rb", "exe/*", "ext/*/src/**/*.rs", "ext/*/Cargo.toml", "ext/loadscan/extconf.rb",
+                   "Cargo.toml", "Cargo.lock", "README.md", "CHANGELOG.md", "LICENSE"]
+  spec.metadata = { "rubygems_mfa_required" => "true" }
   spec.bindir = "exe"
   spec.executables = Dir["exe/*"].map { |f| File.basename(f) }
   spec.extensions = ["ext/loadscan/extconf.rb"]

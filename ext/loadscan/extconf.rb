@@ -5,12 +5,29 @@
 require "mkmf"
 require "rbconfig"
 
+# What the build needs, checked up front so that a missing piece is named instead of failing
+# minutes into cargo's output.
+def need(what, how)
+  abort "loadscan: building the extension needs #{what}: #{how}"
+end
+
 cargo = ENV.fetch("CARGO", find_executable("cargo") || File.expand_path("~/.cargo/bin/cargo"))
-abort "loadscan needs Rust's cargo to build its extension (https://rustup.rs), none found" unless File.executable?(cargo)
+need("Rust's cargo", "install Rust with rustup (https://rustup.rs)") unless File.executable?(cargo)
+rustc = ENV.fetch("RUSTC", File.join(File.dirname(cargo), "rustc"))
+rustc = find_executable("rustc") unless File.executable?(rustc)
+need("rustc (Rust 1.75 or newer)", "install Rust with rustup (https://rustup.rs)") unless rustc && File.executable?(rustc)
+# rb-sys generates Ruby's bindings with bindgen, which loads libclang at build time.
+libclang = ENV["LIBCLANG_PATH"] ||
+           Dir["/usr/lib/llvm-*/lib/libclang*.so*", "/usr/lib/*/libclang*.so*", "/usr/lib64/libclang*.so*",
+               "/usr/local/opt/llvm/lib/libclang.dylib", "/Library/Developer/CommandLineTools/usr/lib/libclang.dylib"].first
+need("libclang (used by bindgen)", "apt-get install libclang-dev, dnf install clang-devel, or set LIBCLANG_PATH") unless libclang
 
 workspace = File.expand_path("../..", __dir__)
 minor = RUBY_VERSION[/\A\d+\.\d+/]
-# A target dir per Ruby, as `rake compile` uses: rb-sys's bindings are built for one Ruby.
+# A target dir per Ruby, as `rake compile` uses: rb-sys's bindings are built for one Ruby. The
+# default one lies inside the unpacked gem and is removed once the library is installed (it
+# holds hundreds of MB of build products); one given as CARGO_TARGET_DIR is the caller's.
+own_target = ENV["CARGO_TARGET_DIR"].nil? && !File.exist?(File.join(workspace, ".git")) # never a checkout's
 target_dir = ENV["CARGO_TARGET_DIR"] || File.join(workspace, "target", "ruby-#{minor}")
 dlext = RbConfig::CONFIG["DLEXT"]
 built = File.join(target_dir, "release", RbConfig::CONFIG["host_os"].include?("darwin") ? "libloadscan.dylib" : "libloadscan.so")
@@ -28,6 +45,7 @@ File.write("Makefile", <<~MAKE)
   install: loadscan.#{dlext}
   \tmkdir -p #{dest}
   \tcp loadscan.#{dlext} #{dest}/loadscan.#{dlext}
+  #{own_target ? "\trm -rf #{File.join(workspace, "target").shellescape}" : "\t@true"}
   clean:
   \trm -f loadscan.#{dlext}
   .PHONY: all install clean

@@ -18,13 +18,22 @@ class GemInstallTest < Minitest::Test
       home = File.join(tmp, "home")
       out, status = gem_command("build", "loadscan.gemspec", "--output", gem_file, chdir: Loadscan::TestSupport::ROOT)
       assert status.success?, out
-      # Reuse compiled dependencies from a target dir of the checkout's (one per Ruby, as
-      # rb-sys's bindings are per Ruby): the build stays a real extconf + cargo build of the
-      # unpacked gem, only faster.
-      env = { "GEM_HOME" => home, "GEM_PATH" => home, "RUBYOPT" => nil, "RUBYLIB" => nil,
-              "CARGO_TARGET_DIR" => File.join(Loadscan::TestSupport::ROOT, "target", "gem-install-ruby-#{MINOR}") }
+      # Exactly what a user runs: extconf + a cold cargo build inside the unpacked gem, whose
+      # build dir must be gone afterwards. That takes minutes on 2 busy cores, so it runs on one
+      # Ruby (Debian's); another reuses a build dir of the checkout's (rb-sys's bindings are per
+      # Ruby), which stays a real extconf + cargo build of the unpacked gem.
+      cold = RbConfig.ruby == "/usr/bin/ruby#{MINOR}"
+      target = cold ? nil : File.join(Loadscan::TestSupport::ROOT, "target", "gem-install-ruby-#{MINOR}")
+      env = { "GEM_HOME" => home, "GEM_PATH" => home, "RUBYOPT" => nil, "RUBYLIB" => nil, "CARGO_TARGET_DIR" => target }
       out, status = gem_command("install", "--local", "--no-document", gem_file, env: env)
       assert status.success?, out
+      gem_dir = Dir[File.join(home, "gems", "loadscan-*")].first
+      refute File.exist?(File.join(gem_dir, "target")), "cargo's build dir is left in the installed gem" if cold
+      size = Dir[File.join(home, "{gems,extensions}", "**", "*")].select { |f| File.file?(f) }.sum { |f| File.size(f) }
+      assert_operator size, :<, 5 * 1024 * 1024, "the installed gem takes #{size} bytes"
+      refute_empty Dir[File.join(gem_dir, "ext", "*", "src", "*.rs")]
+      assert_empty Dir[File.join(gem_dir, "{test,bench,fixtures}")] + Dir[File.join(gem_dir, "ext", "*", "{tests,examples}")],
+                   "tests and benchmarks are not shipped"
 
       with_files([["app/lib/hello.rb", "$hello = __FILE__"]]) do |dir|
         code = <<~RUBY
