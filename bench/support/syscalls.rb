@@ -63,6 +63,61 @@ module Bench
       end
     end
 
+    # Sets the load path of a fixture not made by Bench::Fixtures (the Rails app).
+    def set_load_path(fx, entries)
+      (@load_path ||= {})[fx[:root]] = entries.map { |e| File.expand_path(e) }.uniq
+    end
+
+    # Features some C code requires (an extension's Init_ calling rb_require, Ruby's encoding
+    # loader), found from stack traces: one boot of `variant` under `strace -f -k -Z` (failed calls
+    # only, each with its C stack). A failed probe E/F.rb|.so is C-level when, going up its stack,
+    # the first of rb_require_string/rb_enc_find_index is rb_enc_find_index (an encoding load), or
+    # rb_require_string called (directly or through rb_require) from a shared object other than
+    # libruby and loadscan's own (an extension's Init_). Kernel#require, whoever decorates it,
+    # reaches rb_require_string from libruby (rb_f_require, rb_protect). The set is a property of
+    # Ruby and the extensions, not of the variant: it is recorded once per fixture and applied to
+    # every variant (a stack trace per failed call of a stock boot would take minutes).
+    def record_c_features(fx, variant)
+      log = File.join(OUT_DIR, "strace", "#{fx[:name]}-#{variant.name}-stacks.strace")
+      FileUtils.mkdir_p(File.dirname(log))
+      env = variant.env || {}
+      system(env, "strace", "-f", "-qq", "-k", "-Z", "-o", log, "-e", "trace=#{TRACE.join(",")}", *variant.argv,
+             out: File::NULL, err: File::NULL, chdir: fx.fetch(:chdir, Dir.pwd)) or raise "strace -k failed"
+      entries = load_path(fx).sort_by { |e| -e.size }
+      found = Set.new
+      flush = lambda do |path, frames|
+        next unless path
+
+        entry = entries.find { |e| path.start_with?("#{e}/") } or next
+        rel = path.delete_prefix("#{entry}/")
+        next unless EXTS.include?(File.extname(rel))
+
+        i = frames.index { |f| f.match?(/\((rb_require_string|rb_enc_find_index)\+/) } or next
+        c_level = if frames[i].include?("(rb_enc_find_index+")
+                    true
+                  else
+                    j = i + 1
+                    j += 1 while frames[j]&.include?("(rb_require+")
+                    caller = frames[j].to_s
+                    !caller.empty? && !caller.match?(%r{/libruby[^/]*\.so|/loadscan\.so})
+                  end
+        found << rel.delete_suffix(File.extname(rel)) if c_level
+      end
+      path = nil
+      frames = []
+      File.foreach(log) do |l|
+        if l.start_with?(" > ")
+          frames << l
+        else
+          flush.(path, frames)
+          path = l[/\A\d+\s+\w+\(\s*(?:AT_FDCWD,\s*)?"((?:[^"\\]|\\.)*)"/, 1]
+          frames = []
+        end
+      end
+      flush.(path, frames)
+      (@c_features ||= {})[fx[:root]] = found
+    end
+
     # Runs the variant once under strace (its `prepare` first) and classifies the failed calls.
     # `only`: syscalls to trace (default TRACE). Returns the log path and the classification.
     def measure(fx, variant, tag, only: TRACE)
@@ -74,19 +129,20 @@ module Bench
       # the point where a cache could take over: stock loads the empty prelude there
       env = env.merge("BOOT_PRELUDE" => Fixtures.prelude("stock")) if env["BOOT_PRELUDE"].to_s.empty?
       ok = system(env, "strace", "-f", "-qq", "-o", log, "-e", "trace=#{only.join(",")}", *variant.argv,
-                  out: File::NULL, err: File::NULL)
+                  out: File::NULL, err: File::NULL, chdir: fx.fetch(:chdir, Dir.pwd))
       raise "strace of #{variant.name} failed: #{variant.argv.join(" ")}" unless ok
 
       prelude = env["BOOT_PRELUDE"]
       own = [env["LOADSCAN_CACHE_DIR"], env["BENCH_BOOTSNAP_DIR"]].compact.reject(&:empty?)
       gem_path = env.fetch("GEM_PATH", ENV["GEM_PATH"]).to_s.split(File::PATH_SEPARATOR) | Gem.path
-      classify(log, entries: load_path(fx), own_dirs: own, gem_path: gem_path, prelude: prelude)
+      classify(log, entries: load_path(fx), own_dirs: own, gem_path: gem_path, prelude: prelude,
+               c_features: (@c_features ||= {})[fx[:root]] || Set.new)
     end
 
     # {counts: {cause => {"openat" => n, "stat" => n}}, features: {cause => {feature => n}},
     #  paths: {cause => {sample path => n}}, failed_openat:, failed_stat:}
-    def classify(log, entries:, own_dirs:, gem_path:, prelude: nil)
-      c = Classifier.new(entries, own_dirs, gem_path, prelude)
+    def classify(log, entries:, own_dirs:, gem_path:, prelude: nil, c_features: Set.new)
+      c = Classifier.new(entries, own_dirs, gem_path, prelude, c_features)
       pending = {}
       File.foreach(log) do |line|
         pid = line[/\A\d+/]
@@ -104,7 +160,8 @@ module Bench
     end
 
     class Classifier
-      def initialize(entries, own_dirs, gem_path, prelude)
+      def initialize(entries, own_dirs, gem_path, prelude, c_features)
+        @c_features = c_features
         @entries = entries
         @by_length = entries.each_with_index.sort_by { |e, i| [-e.size, i] }.map(&:first)
         @ancestors = Set.new
@@ -124,7 +181,7 @@ module Bench
         @winner = {}
         @real = {}
         @counts = CAUSES.to_h { |k| [k, { "openat" => 0, "stat" => 0 }] }
-        @features = CAUSES.to_h { |k| [k, Hash.new(0)] }
+        @features = CAUSES.to_h { |k| [k, { "openat" => Hash.new(0), "stat" => Hash.new(0) }] }
         @paths = CAUSES.to_h { |k| [k, { "openat" => Hash.new(0), "stat" => Hash.new(0) }] }
         @before = { "openat" => 0, "stat" => 0 }
         @before_by = CAUSES.to_h { |k| [k, { "openat" => 0, "stat" => 0 }] }
@@ -135,7 +192,7 @@ module Bench
       def call(line)
         name = line[/\A\d+\s+(\w+)\(/, 1] or return
         path = line[/\(\s*(?:AT_FDCWD,\s*)?"((?:[^"\\]|\\.)*)"/, 1] or return
-        failed = line.match?(/\) = -1 E[A-Z]+/)
+        failed = line.match?(/\)\s+= -1 E[A-Z]+/)
         open = OPENS.include?(name)
         if !failed
           @opened << realpath(path) if open && EXTS.include?(File.extname(path))
@@ -151,7 +208,7 @@ module Bench
         end
         @counts[cause][kind] += 1
         if feature
-          @features[cause][feature] += 1
+          @features[cause][kind][feature] += 1
         else
           @paths[cause][kind][path] += 1
         end
@@ -170,6 +227,8 @@ module Bench
           ext = File.extname(rel)
           if EXTS.include?(ext)
             feature = rel.delete_suffix(ext)
+            return ["outside", "#{feature} (from C)"] if @c_features.include?(feature)
+
             w = winner(feature)
             return ["miss", feature] unless w
             return ["re-require", feature] if @opened.include?(realpath(w)) || @opened.include?(w)
@@ -210,7 +269,7 @@ module Bench
 
       def result
         sum = ->(k) { @counts.sum { |_, v| v[k] } }
-        { counts: @counts, features: @features.transform_values { |h| h.sort_by { |f, n| [-n, f] }.to_h },
+        { counts: @counts, features: @features.transform_values { |k| k.transform_values { |h| h.sort_by { |f, n| [-n, f] }.to_h } },
           paths: @paths.transform_values { |k| k.transform_values { |h| h.sort_by { |f, n| [-n, f] }.first(20).to_h } },
           before: @before, before_by_cause: @before_by, failed_openat: sum.("openat") + @before["openat"], failed_stat: sum.("stat") + @before["stat"] }
       end
@@ -227,7 +286,7 @@ module Bench
         n = r[:counts][cause][kind]
         next if n.zero?
 
-        what = r[:features][cause].empty? ? r[:paths][cause][kind] : r[:features][cause]
+        what = r[:features][cause][kind].merge(r[:paths][cause][kind]).sort_by { |k, v| [-v, k] }
         "#{cause} #{n}" + (what.empty? ? "" : " (#{what.first(top).map { |k, v| "#{k} #{v}" }.join(", ")}#{what.size > top ? ", …" : ""})")
       end
     end
