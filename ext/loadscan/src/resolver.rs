@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use loadscan_core::index::{Index, LazyStats, Located, Resolution, SyncPolicy, Want};
 use loadscan_core::scan::Kind;
 use loadscan_core::scan::{ProblemKind, ScanProblem};
-use loadscan_core::store::{self, LoadError, TrustPolicy};
+use loadscan_core::store::{self, CacheDir, LoadError};
 use rb_sys::VALUE;
 
 use crate::load_path::LoadPath;
@@ -81,7 +81,8 @@ pub enum Answer {
 
 /// Where the cache lives and what it must match.
 pub struct Cache {
-    /// The cache directory; the file is `dir/index`.
+    /// The cache directory; the file is `dir/loadscan.cache` (see `store::CacheDir` for the
+    /// checks it must pass).
     pub dir: PathBuf,
     /// Loadscan version, Ruby revision, platform, DLEXT: a file with another key is ignored.
     pub env: Vec<u8>,
@@ -89,7 +90,9 @@ pub struct Cache {
     pub uid: u32,
 }
 
-const CACHE_FILE: &str = "index";
+/// A name of loadscan's own, never one another tool may use (the name used before, `index`,
+/// became a victim's `.git/index` through a planted symlink). Old `index` files are left alone.
+const CACHE_FILE: &str = "loadscan.cache";
 /// Roots off the load path this long are dropped from the cache when it is written.
 const PRUNE_AFTER_S: i64 = 30 * 24 * 3600;
 
@@ -97,20 +100,12 @@ const PRUNE_AFTER_S: i64 = 30 * 24 * 3600;
 /// the roots it knows; the answer is why an existing cache was not used (for a warning).
 pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<Cache>) -> Option<String> {
     let started = Instant::now();
-    let (index, warning) = match &cache {
-        Some(c) => {
-            let path = c.dir.join(CACHE_FILE);
-            let trust = TrustPolicy { uid: c.uid };
-            match without_gvl(|| store::load(&path, &c.env, trust)) {
-                Ok(snapshot) => (Index::from_snapshot(dlext, snapshot), None),
-                // No cache yet, or one from another loadscan or Ruby (an upgrade): nothing is
-                // wrong, the boot lists what it needs and the file is rewritten at exit.
-                Err(LoadError::Missing | LoadError::Stale(_)) => (Index::new(dlext), None),
-                Err(e) => (Index::new(dlext), Some(format!("{e}: {}; scanning instead", path.display()))),
-            }
-        }
-        None => (Index::new(dlext), None),
+    let (index, warning, usable) = match &cache {
+        Some(c) => without_gvl(|| load_cache(c, dlext)),
+        None => (Index::new(dlext), None, false),
     };
+    // A cache that can be neither read nor written warns once, here, and is not written at exit.
+    let cache = if usable { cache } else { None };
     let timings = Timings { load: started.elapsed(), ..Timings::default() };
     let state = State {
         timings,
@@ -130,6 +125,35 @@ pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<C
     DEFERRED.iter().for_each(|c| c.store(0, Ordering::Relaxed));
     *STATE.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
     warning
+}
+
+/// Opens the cache dir and reads the cache: the index to start from, why an existing cache was
+/// not used (for a warning), and whether to write the cache at exit (not when the directory is
+/// refused or unusable, nor over a file that is not a loadscan cache: the warning given here is
+/// the only one).
+fn load_cache(c: &Cache, dlext: &[u8]) -> (Index, Option<String>, bool) {
+    let dir = match CacheDir::open(&c.dir, c.uid) {
+        Ok(Some(dir)) => dir,
+        // Created when the cache is first written.
+        Ok(None) => return (Index::new(dlext), None, true),
+        Err(e) => {
+            let why = format!("not using the cache dir {}: {e}; booting without a cache", c.dir.display());
+            return (Index::new(dlext), Some(why), false);
+        }
+    };
+    let path = c.dir.join(CACHE_FILE);
+    match dir.load(CACHE_FILE, &c.env) {
+        Ok(snapshot) => (Index::from_snapshot(dlext, snapshot), None, true),
+        // No cache yet, or one from another loadscan or Ruby (an upgrade): nothing is
+        // wrong, the boot lists what it needs and the file is rewritten at exit.
+        Err(LoadError::Missing | LoadError::Stale(_)) => (Index::new(dlext), None, true),
+        Err(e) => match dir.replaceable(CACHE_FILE) {
+            Ok(true) => (Index::new(dlext), Some(format!("{e}: {}; scanning instead", path.display())), true),
+            _ => {
+                (Index::new(dlext), Some(format!("{e}: {}; scanning instead, not replacing it", path.display())), false)
+            }
+        },
+    }
 }
 
 /// What `save` did.
@@ -155,12 +179,15 @@ pub fn save(pause: Option<std::time::Duration>) -> Saved {
     if !state.index.is_dirty() {
         return Saved::Clean;
     }
-    let index = &state.index;
+    let (index, on_path) = (&state.index, state.load_path.entries());
     let result = without_gvl(|| {
         let now =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-        let bytes = store::encode(&index.records(now, now - PRUNE_AFTER_S), &cache.env);
-        store::write_atomic(&cache.dir, CACHE_FILE, &bytes, pause)
+        let mut records = index.records(now, now - PRUNE_AFTER_S);
+        store::bound_dead_roots(&mut records, on_path);
+        let bytes = store::encode(&records, &cache.env);
+        let dir = CacheDir::create(&cache.dir, cache.uid).map_err(|e| e.to_string())?;
+        dir.write_atomic(CACHE_FILE, &bytes, pause).map_err(|e| e.to_string())
     });
     match result {
         Ok(_) => Saved::Written,

@@ -56,7 +56,11 @@ pub fn read_all(file: &mut File, len: usize) -> io::Result<Bytes> {
         }
     }
     let mut v = Vec::with_capacity(len);
-    file.read_to_end(&mut v)?;
+    // Never more than was sized for: one byte more says the file grew.
+    file.take(len as u64 + 1).read_to_end(&mut v)?;
+    if v.len() > len {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "the file grew while being read"));
+    }
     Ok(Bytes::Heap(v))
 }
 

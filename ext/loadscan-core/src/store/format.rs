@@ -1,16 +1,28 @@
 //! Encoding a snapshot (see the module docs for the layout).
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 use crate::hash::stable_hash;
 use crate::scan::{Kind, Listing, RootState};
 
 /// Bumped whenever the layout changes; older files are ignored and rewritten.
-pub const FORMAT_VERSION: u32 = 3;
+/// 4: every key lies within `MAX_PROBE` slots of its home slot.
+pub const FORMAT_VERSION: u32 = 4;
 pub(crate) const MAGIC: &[u8; 8] = b"LOADSCAN";
 pub(crate) const HEADER_LEN: usize = 64;
 pub(crate) const NONE: u32 = u32::MAX;
+/// How many slots past its home slot a key may lie: `encode` grows a table until none is
+/// farther, and a lookup never probes more (a crafted file's full slot table made every lookup
+/// walk all of it). Linear probing at 3/4 full displaces keys by a few dozen slots even in
+/// tables of millions, so real tables never grow for this.
+pub(crate) const MAX_PROBE: usize = 1024;
+/// The most bytes of listings (paths, stems, directory and file records) a file may expand to
+/// when its roots are rebuilt for a rescan or a write. A fully listed 800-gem app expands to
+/// about 10 MB; without a bound, a crafted file whose records all point at one long string
+/// (or one posting list) made the write at exit allocate gigabytes.
+pub(crate) const MAX_EXPANDED: usize = 256 << 20;
 pub(crate) const MANY: u32 = 0x8000_0000;
 
 pub(crate) const ROOT_REC: usize = 44;
@@ -35,6 +47,41 @@ pub struct RootRecord {
     pub scanned_at_ns: i64,
     /// When the root was last on a load path that wrote the cache (s since the epoch).
     pub last_used_s: i64,
+}
+
+/// At most this many roots that are not on the load path are kept in the cache, or as many as
+/// there are roots on it if that is more (a `rails server` keeps the test group's gems for the
+/// next `rails test`), the most recently used first.
+pub const DEAD_ROOTS_MIN: usize = 64;
+
+/// Bounds what roots no longer on the load path cost the cache: the roots `on_path` are all
+/// kept; of the others, the most recently used `max(DEAD_ROOTS_MIN, on_path.len())`. Without
+/// it a program putting a fresh temp dir on `$LOAD_PATH` on each run grew its cache with every
+/// run for the 30 days before a root is pruned by age. Order is kept.
+pub fn bound_dead_roots(records: &mut Vec<RootRecord>, on_path: &[PathBuf]) {
+    let live: HashSet<&Path> = on_path.iter().map(PathBuf::as_path).collect();
+    let keep = DEAD_ROOTS_MIN.max(on_path.len());
+    let mut dead: Vec<(i64, usize)> = records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !live.contains(r.listing.root.as_path()))
+        .map(|(i, r)| (r.last_used_s, i))
+        .collect();
+    if dead.len() <= keep {
+        return;
+    }
+    // Newest first; among roots last used in the same second, the later records (the later
+    // scans) first.
+    dead.sort_unstable_by(|a, b| b.cmp(a));
+    let mut drop = vec![false; records.len()];
+    for &(_, i) in &dead[keep..] {
+        drop[i] = true;
+    }
+    let mut i = 0;
+    records.retain(|_| {
+        i += 1;
+        !drop[i - 1]
+    });
 }
 
 pub(crate) fn state_code(s: RootState) -> u8 {
@@ -99,17 +146,26 @@ fn put64(out: &mut Vec<u8>, v: u64) {
 
 /// An open-addressing table over keys with these hashes (record `i` at the slot its key hashes
 /// to, or the next free one).
+/// No key lies more than `MAX_PROBE` slots past its home (the table is doubled until so).
 fn slot_table(hashes: &[u64], fill: Fill) -> Vec<u32> {
-    let n_slots = slot_count(hashes.len(), fill);
-    let mut slots = vec![NONE; n_slots];
-    for (i, &hash) in hashes.iter().enumerate() {
-        let mut slot = home_slot(hash, n_slots);
-        while slots[slot] != NONE {
-            slot = if slot + 1 == n_slots { 0 } else { slot + 1 };
+    let mut n_slots = slot_count(hashes.len(), fill);
+    'sizes: loop {
+        let mut slots = vec![NONE; n_slots];
+        for (i, &hash) in hashes.iter().enumerate() {
+            let mut slot = home_slot(hash, n_slots);
+            let mut displaced = 0;
+            while slots[slot] != NONE {
+                slot = if slot + 1 == n_slots { 0 } else { slot + 1 };
+                displaced += 1;
+                if displaced > MAX_PROBE {
+                    n_slots *= 2;
+                    continue 'sizes;
+                }
+            }
+            slots[slot] = i as u32;
         }
-        slots[slot] = i as u32;
+        return slots;
     }
-    slots
 }
 
 /// Key -> two lists of root ids: (`.rb`, extension) for stems, (blind, deferred) for prefixes.

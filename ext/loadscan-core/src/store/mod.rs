@@ -24,7 +24,7 @@
 //! another process may have written must be validated, so rkyv's unchecked access is not an
 //! option. Boot-level figures are in `bench/README.md`.
 //!
-//! # Layout (version 3)
+//! # Layout (version 4)
 //! ```text
 //! header  64 bytes: magic "LOADSCAN", version, body length, CRC32 of the body, env key length
 //! body    env key (loadscan version, RUBY_REVISION, RUBY_PLATFORM, DLEXT) then the sections:
@@ -46,8 +46,8 @@ mod snapshot;
 mod validate;
 
 pub use buffer::Bytes;
-pub use file::{load, write_atomic, LoadError, TrustPolicy};
-pub use format::{encode, RootRecord, FORMAT_VERSION};
+pub use file::{load, write_atomic, CacheDir, DirError, LoadError, TrustPolicy, MAX_FILE_LEN};
+pub use format::{bound_dead_roots, encode, RootRecord, DEAD_ROOTS_MIN, FORMAT_VERSION};
 pub use snapshot::{RootView, Snapshot};
 pub(crate) use validate::changed;
 pub use validate::{check_root, Freshness, Validation, RACY_NS};

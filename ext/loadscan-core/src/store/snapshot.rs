@@ -5,6 +5,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use super::buffer::Bytes;
 use super::file::LoadError;
@@ -31,6 +32,9 @@ pub struct Snapshot {
     prefix_slots: usize,
     strings: usize,
     strings_len: usize,
+    /// Whether the listings may be rebuilt from the file (see `check_expansion`), found out the
+    /// first time they are.
+    expandable: OnceLock<bool>,
 }
 
 /// One root of a snapshot.
@@ -62,6 +66,57 @@ impl RootView<'_> {
     }
 }
 
+/// Checks a file's header (its first `HEADER_LEN` bytes at least) against the file's length:
+/// magic, format version, body length. The CRC and the environment key need the body.
+pub(crate) fn check_header(header: &[u8], file_len: u64) -> Result<(), LoadError> {
+    if header.len() < HEADER_LEN || &header[..8] != MAGIC {
+        return Err(LoadError::Corrupt("not a loadscan cache (bad magic or too short)"));
+    }
+    if read_u32(header, 8) != Some(FORMAT_VERSION) {
+        return Err(LoadError::Stale("cache format version differs"));
+    }
+    let body_len = read_u64(header, 16).unwrap_or(u64::MAX);
+    if body_len.checked_add(HEADER_LEN as u64) != Some(file_len) {
+        return Err(LoadError::Corrupt("truncated or padded"));
+    }
+    Ok(())
+}
+
+/// Roots own consecutive, disjoint ranges of the dirs and spots that cover them exactly (as
+/// `encode` writes them), and their paths fit the budget: so revalidating every root reads each
+/// directory record once, and the boot copies no more than `MAX_EXPANDED` bytes of root paths,
+/// whatever a file with a valid checksum says. One pass over the root records (a few hundred).
+fn check_roots(
+    b: &[u8],
+    roots: usize,
+    n_roots: usize,
+    n_dirs: usize,
+    n_spots: usize,
+    strings_len: usize,
+) -> Result<(), LoadError> {
+    let bad = || LoadError::Corrupt("inconsistent root records");
+    let (mut next_dir, mut next_spot, mut paths) = (0usize, 0usize, 0usize);
+    for i in 0..n_roots {
+        let r = roots + i * ROOT_REC;
+        let field = |k: usize| read_u32(b, r + k).map(|v| v as usize).ok_or_else(bad);
+        let (path_off, path_len) = (field(0)?, field(4)?);
+        let (dir_start, dir_len, spot_start, spot_len) = (field(12)?, field(16)?, field(20)?, field(24)?);
+        if dir_start != next_dir || spot_start != next_spot || path_off.saturating_add(path_len) > strings_len {
+            return Err(bad());
+        }
+        next_dir += dir_len;
+        next_spot += spot_len;
+        paths += path_len;
+        if next_dir > n_dirs || next_spot > n_spots || paths > MAX_EXPANDED {
+            return Err(bad());
+        }
+    }
+    if next_dir != n_dirs || next_spot != n_spots {
+        return Err(bad());
+    }
+    Ok(())
+}
+
 fn read_u32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
 }
@@ -76,17 +131,7 @@ impl Snapshot {
     pub fn parse(bytes: impl Into<Bytes>, env: &[u8]) -> Result<Snapshot, LoadError> {
         let bytes: Bytes = bytes.into();
         let corrupt = |why: &'static str| LoadError::Corrupt(why);
-        if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
-            return Err(corrupt("not a loadscan cache (bad magic or too short)"));
-        }
-        let version = read_u32(&bytes, 8).unwrap_or(0);
-        if version != FORMAT_VERSION {
-            return Err(LoadError::Stale("cache format version differs"));
-        }
-        let body_len = read_u64(&bytes, 16).unwrap_or(u64::MAX);
-        if (bytes.len() - HEADER_LEN) as u64 != body_len {
-            return Err(corrupt("truncated or padded"));
-        }
+        check_header(&bytes, bytes.len() as u64)?;
         let crc = read_u32(&bytes, 24).unwrap_or(0);
         let body = &bytes[HEADER_LEN..];
         if crc32fast::hash(body) != crc {
@@ -121,6 +166,7 @@ impl Snapshot {
         if at != bytes.len() {
             return Err(corrupt("section sizes do not add up"));
         }
+        check_roots(&bytes, roots, n_roots, n_dirs, n_spots, strings_len)?;
         Ok(Snapshot {
             bytes,
             n_roots,
@@ -139,6 +185,7 @@ impl Snapshot {
             prefix_slots,
             strings,
             strings_len,
+            expandable: OnceLock::new(),
         })
     }
 
@@ -246,6 +293,9 @@ impl Snapshot {
 
     /// A root's listing without its files: directories, blind spots and deferred directories.
     pub fn skeleton(&self, root: &RootView<'_>) -> Option<Listing> {
+        if !self.expandable() {
+            return None;
+        }
         let mut l = Listing::empty(root.path_buf(), root.state);
         l.dirs = self.dirs(root).collect::<Option<Vec<_>>>()?;
         let (start, len) = root.spots;
@@ -268,6 +318,9 @@ impl Snapshot {
     /// only `only`'s (then the result has one element).
     pub fn files_by_root(&self, only: Option<u32>) -> Vec<Vec<FileEntry>> {
         let mut out: Vec<Vec<FileEntry>> = vec![Vec::new(); if only.is_some() { 1 } else { self.n_roots }];
+        if !self.expandable() {
+            return out;
+        }
         for i in 0..self.n_feats {
             let f = self.feats + i * KEYED_REC;
             let (Some(stem), Some((rb, ext))) = (self.string_at(f), self.postings_at(f)) else {
@@ -292,12 +345,71 @@ impl Snapshot {
         out
     }
 
+    /// Whether the listings can be rebuilt from this file within bounds: every record's string
+    /// in the string section, every posting list where `encode` puts it (one after the other,
+    /// in record order, each of 2 to `n_roots` ids, none shared), and the listings they expand
+    /// to within `MAX_EXPANDED` bytes. A file with a valid checksum that fails this is not
+    /// expanded: `skeleton` gives `None` (the root is scanned again, and not written back) and
+    /// `files_by_root` nothing. Checked once, on first use (a write or a rescan, not the
+    /// lookups of a boot, which are bounded on their own).
+    fn expandable(&self) -> bool {
+        *self.expandable.get_or_init(|| self.check_expansion().is_some())
+    }
+
+    fn check_expansion(&self) -> Option<()> {
+        let mut budget = MAX_EXPANDED;
+        let mut spend = |n: usize| budget.checked_sub(n).map(|left| budget = left);
+        for i in 0..self.n_dirs() {
+            spend(self.string_at(self.dirs + i * DIR_REC)?.len() + std::mem::size_of::<DirRecord>())?;
+        }
+        for i in 0..self.n_spots() {
+            spend(self.string_at(self.spots + i * SPOT_REC)?.len() + std::mem::size_of::<Vec<u8>>())?;
+        }
+        let mut next = 0usize;
+        for (recs, n, files) in [(self.feats, self.n_feats, true), (self.prefixes, self.n_prefixes, false)] {
+            for i in 0..n {
+                let rec = recs + i * KEYED_REC;
+                let key = self.string_at(rec)?.len();
+                let (a, b) = self.postings_at(rec)?;
+                for posting in [a, b] {
+                    let ids = match posting {
+                        NONE => 0,
+                        p if p & MANY == 0 => 1,
+                        p => {
+                            let at = (p & !MANY) as usize;
+                            let count = self.u32(self.ids + 4 * at.min(self.n_ids))? as usize;
+                            if at != next || count < 2 || count > self.n_roots || at + 1 + count > self.n_ids {
+                                return None;
+                            }
+                            next = at + 1 + count;
+                            count
+                        }
+                    };
+                    if files {
+                        spend(ids.checked_mul(key + std::mem::size_of::<FileEntry>())?)?;
+                    }
+                }
+            }
+        }
+        (next == self.n_ids).then_some(())
+    }
+
+    fn n_dirs(&self) -> usize {
+        (self.spots - self.dirs) / DIR_REC
+    }
+
+    fn n_spots(&self) -> usize {
+        (self.feats - self.spots) / SPOT_REC
+    }
+
     /// The record of `key` in a hashed table: `(records, count, size)` and `(slots, count)`.
     fn probe(&self, recs: (usize, usize, usize), slots: (usize, usize), key: &[u8]) -> Option<usize> {
         let (recs, n_recs, size) = recs;
         let (slots, n_slots) = slots;
         let mut slot = home_slot(stable_hash(key), n_slots);
-        for _ in 0..n_slots {
+        // `encode` places every key within MAX_PROBE slots of its home: a key farther away is
+        // not in the table, whatever a crafted file's slots say.
+        for _ in 0..n_slots.min(MAX_PROBE + 1) {
             let idx = self.u32(slots + 4 * slot)?;
             if idx == NONE {
                 return None;
