@@ -182,3 +182,29 @@ fn memoized_realpath_agrees_with_realpath_3() {
         }
     }
 }
+
+/// Runs `f` on another thread and fails (rather than hanging the suite) if it does not return.
+fn within_a_minute<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(f()).ok());
+    rx.recv_timeout(std::time::Duration::from_secs(60)).unwrap_or_else(|_| panic!("{what} hung"))
+}
+
+#[test]
+fn a_panicking_listing_blinds_one_directory_and_never_hangs() {
+    let t = TempTree::new("panic");
+    t.file("r/top.rb").file("r/boom/hidden.rb").file("r/boom/deeper/x.rb").file("r/fine/y.rb");
+    t.file("s/z.rb");
+    let roots = vec![t.path("r"), t.path("s")];
+    let hook: std::sync::Arc<dyn Fn(&std::path::Path) + Send + Sync> =
+        std::sync::Arc::new(|p: &std::path::Path| assert!(!p.ends_with("boom"), "injected fault"));
+    for threads in [1, 2, 4] {
+        let opts = ScanOptions { threads, before_list: loadscan_core::scan::ListHook(Some(hook.clone())), ..opts(1) };
+        let roots = roots.clone();
+        let listings = within_a_minute("a scan with a panicking worker", move || scan_roots(&roots, &opts));
+        assert_eq!(files(&listings[0]), vec![("fine/y".into(), Kind::Rb), ("top".into(), Kind::Rb)], "{threads}");
+        assert_eq!(blind(&listings[0]), vec!["boom"], "{threads}");
+        assert!(listings[0].problems.iter().any(|p| p.kind == ProblemKind::Failed && p.path.ends_with("boom")));
+        assert_eq!(files(&listings[1]), vec![("z".into(), Kind::Rb)]);
+    }
+}

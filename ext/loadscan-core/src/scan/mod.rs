@@ -7,7 +7,7 @@ mod readdir;
 mod walk;
 
 pub use listing::{DirRecord, DirStamp, FileEntry, Kind, Listing, ProblemKind, RootState, ScanProblem};
-pub use options::ScanOptions;
+pub use options::{ListHook, ScanOptions};
 pub use oracle::scan_serial;
 pub use walk::{list_deferred, refresh, scan_roots};
 

@@ -19,8 +19,25 @@ pub struct ScanOptions {
     pub max_dirs: usize,
     /// Most loadable files kept for one root before the whole root is left to Ruby.
     pub max_files: usize,
-    /// Worker threads for a scan (1 means the calling thread alone).
+    /// Worker threads for a scan (1 means the calling thread alone; threads that cannot be
+    /// started are done without).
     pub threads: usize,
+    /// Called with each directory's path right before it is listed (tests inject faults here:
+    /// a panic blinds that directory).
+    pub before_list: ListHook,
+}
+
+/// What [`ListHook`] calls, with the directory's path.
+pub type ListFn = dyn Fn(&std::path::Path) + Send + Sync;
+
+/// A function called before each directory is listed ([`ScanOptions::before_list`]).
+#[derive(Clone, Default)]
+pub struct ListHook(pub Option<std::sync::Arc<ListFn>>);
+
+impl std::fmt::Debug for ListHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "ListHook(Some)" } else { "ListHook(None)" })
+    }
 }
 
 impl Default for ScanOptions {
@@ -34,6 +51,7 @@ impl Default for ScanOptions {
             max_dirs: 100_000,
             max_files: 1_000_000,
             threads: cpu_count(),
+            before_list: ListHook::default(),
         }
     }
 }
