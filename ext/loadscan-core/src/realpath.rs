@@ -1,23 +1,35 @@
-//! Expanding load-path entries as Ruby 3.1 does: the `realpath` of each entry, or, for an entry
-//! that does not exist, its lexical expansion.
+//! Expanding load-path entries as Ruby 3.1 and 3.3 do: the `realpath` of each entry, or, for
+//! an entry that does not exist, its lexical expansion.
 //!
 //! A load path of a few hundred gem dirs shares most of its prefixes, so [`RealPaths`]
 //! resolves a path as `realpath(parent) + "/" + name` with every resolved directory memoized:
 //! each distinct directory costs one `lstat`, instead of a `readlink` per component per entry
-//! as `realpath(3)` makes. A component that is a symlink is resolved by `realpath(3)` itself.
+//! as `realpath(3)` makes. A component that is a symlink is followed through its target, and
+//! the link is remembered with where it pointed.
+//!
+//! Ruby takes the realpath of every entry again after each change of `$LOAD_PATH`; a deploy
+//! that switches `current -> releases/A` to `releases/B` mid-process then sends `current/lib`
+//! to B. [`RealPaths::revalidate`] (one `readlink` per symlink the memo went through) drops
+//! the memo when any of them points elsewhere now. What it cannot see is a plain directory
+//! on the way being replaced by a symlink (README, Limits).
 
 use rustc_hash::FxHashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-/// Memoized realpaths (valid for the life of the process: loadscan assumes the directories
-/// above load-path entries are not re-linked while it runs).
+/// Symlinks followed deeper than this are left to `realpath(3)` (which reports `ELOOP`).
+const MAX_LINKS: usize = 40;
+
+/// Memoized realpaths, valid while the symlinks they went through are unchanged.
 #[derive(Default)]
 pub struct RealPaths {
     /// Every path resolved so far, keyed by its bytes (each poll of a changed `$LOAD_PATH` looks
-    /// every entry up here; hashing a `Path` would parse its components every time).
-    memo: FxHashMap<Vec<u8>, Option<PathBuf>>,
+    /// every entry up here; hashing a `Path` would parse its components every time). Paths
+    /// that do not resolve are not kept: Ruby asks again, and they may appear.
+    memo: FxHashMap<Vec<u8>, PathBuf>,
+    /// Every symlink an answer in `memo` went through, and its target then.
+    links: Vec<(PathBuf, PathBuf)>,
 }
 
 /// `path` with `.`, `..` and repeated separators folded textually (what Ruby's
@@ -50,31 +62,64 @@ impl RealPaths {
         self.resolve(abs).unwrap_or_else(|| lexical(abs))
     }
 
+    /// Drops every memoized answer if a symlink any of them went through points elsewhere now
+    /// (or is gone): one `readlink` per symlink seen. Call it whenever the load path changed.
+    pub fn revalidate(&mut self) {
+        let moved = self.links.iter().any(|(link, target)| std::fs::read_link(link).ok().as_ref() != Some(target));
+        if moved {
+            self.memo.clear();
+            self.links.clear();
+        }
+    }
+
     /// The realpath of an absolute path, or `None` when it does not resolve.
     pub fn resolve(&mut self, path: &Path) -> Option<PathBuf> {
+        self.resolve_at(path, 0).0
+    }
+
+    /// `resolve`, `depth` symlinks deep; the flag says whether the answer may be memoized (every
+    /// symlink on the way is recorded in `links`).
+    fn resolve_at(&mut self, path: &Path, depth: usize) -> (Option<PathBuf>, bool) {
         let bytes = path.as_os_str().as_bytes();
         if let Some(hit) = self.memo.get(bytes) {
-            return hit.clone();
+            return (Some(hit.clone()), true);
         }
-        let resolved = if !is_plain(bytes) {
-            std::fs::canonicalize(path).ok()
+        let (resolved, memo) = if !is_plain(bytes) || depth > MAX_LINKS {
+            (std::fs::canonicalize(path).ok(), false)
         } else if bytes.len() == 1 {
-            Some(path.to_path_buf()) // "/"
+            (Some(path.to_path_buf()), true) // "/"
         } else {
             let cut = bytes.iter().rposition(|&b| b == b'/').unwrap_or(0);
             let parent = Path::new(OsStr::from_bytes(if cut == 0 { b"/" } else { &bytes[..cut] }));
             let name = OsStr::from_bytes(&bytes[cut + 1..]);
-            self.resolve(parent).and_then(|real_parent| {
-                let candidate = real_parent.join(name);
-                match std::fs::symlink_metadata(&candidate) {
-                    Ok(md) if md.file_type().is_symlink() => std::fs::canonicalize(&candidate).ok(),
-                    Ok(_) => Some(candidate),
-                    Err(_) => None,
+            match self.resolve_at(parent, depth) {
+                (None, _) => (None, false),
+                (Some(real_parent), parent_memo) => {
+                    let candidate = real_parent.join(name);
+                    match std::fs::symlink_metadata(&candidate) {
+                        Ok(md) if md.file_type().is_symlink() => match std::fs::read_link(&candidate) {
+                            Ok(target) => {
+                                let next = real_parent.join(&target); // `target` itself when absolute
+                                self.links.push((candidate.clone(), target));
+                                if is_plain(next.as_os_str().as_bytes()) {
+                                    let (r, m) = self.resolve_at(&next, depth + 1);
+                                    (r, m && parent_memo)
+                                } else {
+                                    (std::fs::canonicalize(&candidate).ok(), false)
+                                }
+                            }
+                            Err(_) => (None, false),
+                        },
+                        Ok(_) => (Some(candidate), parent_memo),
+                        Err(_) => (None, false),
+                    }
                 }
-            })
+            }
         };
-        self.memo.insert(bytes.to_vec(), resolved.clone());
-        resolved
+        if let (Some(r), true) = (&resolved, memo) {
+            self.memo.insert(bytes.to_vec(), r.clone());
+        }
+        (resolved, memo)
     }
 }
 
@@ -90,6 +135,30 @@ mod tests {
         for p in ["", "a/b", "/a/", "//a", "/a//b", "/a/./b", "/a/../b", "/a/.", "/a/.."] {
             assert!(!is_plain(p.as_bytes()), "{p}");
         }
+    }
+
+    #[test]
+    fn switched_symlink_is_followed_after_revalidate() {
+        let dir = std::env::temp_dir().join(format!("loadscan-realpath-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for r in ["releases/A/lib", "releases/B/lib"] {
+            std::fs::create_dir_all(dir.join(r)).unwrap();
+        }
+        let dir = std::fs::canonicalize(&dir).unwrap();
+        std::os::unix::fs::symlink("releases/A", dir.join("current")).unwrap();
+        let mut paths = RealPaths::default();
+        let entry = dir.join("current/lib");
+        assert_eq!(paths.expand(&entry), dir.join("releases/A/lib"));
+        std::os::unix::fs::symlink("releases/B", dir.join("next")).unwrap();
+        std::fs::rename(dir.join("next"), dir.join("current")).unwrap();
+        assert_eq!(paths.expand(&entry), dir.join("releases/A/lib"), "memoized until revalidated");
+        paths.revalidate();
+        assert_eq!(paths.expand(&entry), dir.join("releases/B/lib"));
+        // A path that did not resolve is asked again (it may have appeared).
+        assert_eq!(paths.expand(&dir.join("current/new")), dir.join("current/new"));
+        std::fs::create_dir(dir.join("releases/B/new")).unwrap();
+        assert_eq!(paths.expand(&dir.join("current/new")), dir.join("releases/B/new"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
