@@ -4,8 +4,8 @@
 mod common;
 
 use common::TempTree;
-use loadscan_core::index::{Index, Resolution, SyncPolicy};
-use loadscan_core::scan::ScanOptions;
+use loadscan_core::index::{Index, Located, Resolution, SyncPolicy};
+use loadscan_core::scan::{Kind, ScanOptions};
 use loadscan_core::store::{encode, Snapshot, Validation};
 use std::path::{Path, PathBuf};
 
@@ -208,4 +208,33 @@ fn a_loop_listed_lazily_stays_followed_after_a_change() {
         assert_eq!(answer(&mut warm, f), brute_force(&order, f), "{f}");
     }
     assert!(warm.take_problems().is_empty());
+}
+
+#[test]
+fn lazy_listings_go_through_the_given_lister_and_a_failing_one_blinds_only_its_directory() {
+    let t = TempTree::new("lazy-lister");
+    t.file("e/top.rb").file("e/a/b/x.rb").file("e/boom/y.rb").file("f/boom/y.rb");
+    let order = vec![t.path("e"), t.path("f")];
+    let mut index = Index::new(b"so");
+    index.sync(&order, &policy(0, vec![]));
+    let mut asked: Vec<String> = Vec::new();
+    let mut lister = |root: &Path, rel: &[u8], opts: &ScanOptions| {
+        asked.push(format!("{}:{}", root.file_name().unwrap().to_string_lossy(), String::from_utf8_lossy(rel)));
+        loadscan_core::scan::list_deferred(root, rel, opts)
+    };
+    let q = index.parse(b"a/b/x").unwrap();
+    let found = index.locate_with(&q, &mut lister);
+    assert!(matches!(found, Located::Found(_, Kind::Rb)), "{found:?}");
+    assert_eq!(asked, ["e:a", "e:a/b"], "every listing went through the lister");
+    // A listing that panics (a bug, or here an injected fault) blinds that directory only.
+    let hook: std::sync::Arc<dyn Fn(&Path) + Send + Sync> =
+        std::sync::Arc::new(|p: &Path| assert!(!p.ends_with("boom"), "injected fault"));
+    let faulty = ScanOptions { before_list: loadscan_core::scan::ListHook(Some(hook)), ..policy(0, vec![]).scan };
+    let mut panicking =
+        |root: &Path, rel: &[u8], _: &ScanOptions| loadscan_core::scan::list_deferred(root, rel, &faulty);
+    let q = index.parse(b"boom/y").unwrap();
+    assert_eq!(index.locate_with(&q, &mut panicking), Located::Unknown);
+    let q = index.parse(b"top").unwrap();
+    assert!(matches!(index.locate_with(&q, &mut panicking), Located::Found(_, Kind::Rb)));
+    assert_eq!(answer(&mut index, "a/b/x"), t.path("e/a/b/x.rb").display().to_string());
 }

@@ -29,8 +29,37 @@ use std::path::PathBuf;
 /// `$LOAD_PATH` entry — could otherwise change them under us). Only real Strings take the fast
 /// path; anything else (to_path / to_str objects, wrong types) goes to Ruby's require, which
 /// converts or raises exactly as it always does.
+///
+/// The bytes are the name as Ruby's `require` looks for it (`rb_get_path`'s
+/// `file_path_convert`): with `Encoding.default_internal` set, a non-ASCII name in an encoding
+/// other than the file system's is transcoded to the file system's (left as is where that
+/// fails, as Ruby leaves it). A name in an ASCII-incompatible encoding (UTF-16…) goes to Ruby,
+/// which raises.
 pub(crate) fn string_bytes(v: Value) -> Option<Vec<u8>> {
+    use magnus::rb_sys::AsRawValue;
     let s = RString::from_value(v)?;
+    let raw = s.as_raw();
+    unsafe {
+        let idx = rb_sys::rb_enc_get_index(raw);
+        if idx != rb_sys::rb_usascii_encindex() && idx != rb_sys::rb_ascii8bit_encindex() {
+            let enc = rb_sys::rb_enc_from_index(idx);
+            if enc.is_null() || (*enc).min_enc_len != 1 || rb_sys::rb_enc_dummy_p(enc) != 0 {
+                return None;
+            }
+            let fs = rb_sys::rb_filesystem_encindex();
+            if fs != idx
+                && !rb_sys::rb_default_internal_encoding().is_null()
+                && rb_sys::rb_enc_str_asciionly_p(raw) == 0
+            {
+                let converted = rb_sys::rb_str_conv_enc(raw, enc, rb_sys::rb_enc_from_index(fs));
+                let bytes = std::slice::from_raw_parts(
+                    rb_sys::RSTRING_PTR(converted) as *const u8,
+                    rb_sys::RSTRING_LEN(converted) as usize,
+                );
+                return Some(bytes.to_vec());
+            }
+        }
+    }
     Some(unsafe { s.as_slice() }.to_vec())
 }
 

@@ -12,12 +12,21 @@ use std::path::{Path, PathBuf};
 
 use loadscan_core::realpath::RealPaths;
 
+use magnus::Error;
 use rb_sys::{ruby_value_type, VALUE};
+
+/// Why [`LoadPath::poll`] gave no entries.
+pub enum Polled {
+    /// The load path cannot be mirrored now (see [`Opaque`]): Ruby answers.
+    Opaque,
+    /// An entry's `to_path` raised (or threw): to be raised once nothing of loadscan's is held.
+    Raised(Error),
+}
 
 /// Why the load path cannot be mirrored right now (Ruby must answer every require).
 #[derive(Debug)]
 pub enum Opaque {
-    /// An entry's `to_path` raised, or returned something odd: Ruby will raise on require.
+    /// An entry with a NUL byte: Ruby decides what to make of it.
     BadEntry,
     /// An entry starts with `~`: Ruby expands it against the home dir without `realpath`.
     HomeEntry,
@@ -78,21 +87,35 @@ impl LoadPath {
     }
 
     /// Brings the expanded entries up to date. Returns `Some(entries)` when they changed, and
-    /// `Err` when the load path cannot be mirrored (an entry Ruby itself would choke on).
-    pub fn poll(&mut self) -> Result<Option<&[PathBuf]>, &Opaque> {
+    /// `Err` when the load path cannot be mirrored (an entry Ruby itself would choke on), or an
+    /// entry's `to_path` raised (or threw, or was interrupted): that comes back as
+    /// [`Polled::Raised`], for the caller to raise once it holds nothing of loadscan's.
+    pub fn poll(&mut self) -> Result<Option<&[PathBuf]>, Polled> {
         if self.unchanged() {
             return match &self.opaque {
-                Some(o) => Err(o),
+                Some(_) => Err(Polled::Opaque),
                 None => Ok(None),
             };
         }
-        let (expanded, dynamic, opaque) = self.expand();
+        // Ruby takes the realpath of every entry again after each change; the memo answers
+        // for an entry only while the symlinks it went through still point where they did.
+        self.realpaths.revalidate();
+        let expanded = self.expand();
         unsafe { rb_sys::rb_ary_replace(self.snapshot, self.array) };
+        let (expanded, dynamic, opaque) = match expanded {
+            Ok(e) => e,
+            Err(e) => {
+                // Expanded again next time, as Ruby will on its own require.
+                self.fresh = true;
+                self.opaque = None;
+                return Err(Polled::Raised(e));
+            }
+        };
         self.fresh = false;
         self.dynamic = dynamic;
         self.opaque = opaque;
-        if let Some(o) = &self.opaque {
-            return Err(o);
+        if self.opaque.is_some() {
+            return Err(Polled::Opaque);
         }
         if expanded == self.expanded {
             return Ok(None);
@@ -106,32 +129,33 @@ impl LoadPath {
         &self.expanded
     }
 
-    fn expand(&mut self) -> (Vec<PathBuf>, bool, Option<Opaque>) {
-        let n = unsafe { rb_sys::RARRAY_LEN(self.array) } as usize;
-        let mut out = Vec::with_capacity(n);
+    /// Expands the entries as Ruby's `rb_construct_expanded_load_path` does: the length is read
+    /// again before each element, since an entry's `to_path` may change `$LOAD_PATH` itself.
+    fn expand(&mut self) -> Result<(Vec<PathBuf>, bool, Option<Opaque>), Error> {
+        let mut out = Vec::with_capacity(unsafe { rb_sys::RARRAY_LEN(self.array) } as usize);
         let mut dynamic = false;
         let mut cwd: Option<PathBuf> = None;
-        for i in 0..n {
+        let mut i = 0;
+        while i < unsafe { rb_sys::RARRAY_LEN(self.array) } {
             let entry = unsafe { rb_sys::RARRAY_AREF(self.array, i as isize) };
+            i += 1;
             let is_string = unsafe { rb_sys::RB_TYPE_P(entry, ruby_value_type::RUBY_T_STRING) };
             let s = if is_string {
                 entry
             } else {
                 dynamic = true;
-                match magnus::rb_sys::protect(|| unsafe { rb_sys::rb_get_path(entry) }) {
-                    Ok(s) => s,
-                    Err(_) => return (out, dynamic, Some(Opaque::BadEntry)),
-                }
+                // Whatever `to_path` raises, throws or is interrupted with goes back to Ruby.
+                magnus::rb_sys::protect(|| unsafe { rb_sys::rb_get_path(entry) })?
             };
             let bytes = unsafe {
                 std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, rb_sys::RSTRING_LEN(s) as usize)
             };
             if bytes.contains(&0) {
-                return (out, dynamic, Some(Opaque::BadEntry));
+                return Ok((out, dynamic, Some(Opaque::BadEntry)));
             }
             match bytes.first() {
                 None => continue,
-                Some(b'~') => return (out, dynamic, Some(Opaque::HomeEntry)),
+                Some(b'~') => return Ok((out, dynamic, Some(Opaque::HomeEntry))),
                 Some(b'/') => {}
                 Some(_) => dynamic = true,
             }
@@ -144,6 +168,6 @@ impl LoadPath {
             };
             out.push(self.realpaths.expand(&abs));
         }
-        (out, dynamic, None)
+        Ok((out, dynamic, None))
     }
 }

@@ -4,6 +4,13 @@
 //! (another thread is scanning with the GVL released) gets "no answer" and Ruby's own
 //! `require` runs instead, so no thread ever waits on loadscan while holding the GVL, and no
 //! lock of ours is held while Ruby code (`require`) runs.
+//!
+//! Exceptions: no Ruby exception unwinds through a frame that holds the lock. Ruby code that
+//! runs under it (an entry's `to_path`) runs under `rb_protect`, and what it raised, threw or
+//! was interrupted with comes back as an `Err`; GVL-free work never raises (see `nogvl`).
+//! Either is raised once the lock is released ([`try_synced`]).
+//!
+//! Ractors: only the main Ractor is served; others go to Ruby's own `require`.
 
 use std::ffi::CString;
 use std::path::PathBuf;
@@ -11,14 +18,17 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
-use loadscan_core::index::{Index, LazyStats, Located, Resolution, SyncPolicy, Want};
+use loadscan_core::index::{Index, LazyStats, Located, SyncPolicy, Want};
 use loadscan_core::scan::Kind;
 use loadscan_core::scan::{ProblemKind, ScanProblem};
 use loadscan_core::store::{self, CacheDir, LoadError};
 use rb_sys::VALUE;
 
-use crate::load_path::LoadPath;
-use crate::nogvl::without_gvl;
+use crate::load_path::{LoadPath, Polled};
+use crate::nogvl::{raise_pending, without_gvl};
+use loadscan_core::index::Query;
+use loadscan_core::scan::list_deferred;
+use magnus::Error;
 
 /// Where the time went, for `Loadscan.stats`.
 #[derive(Default, Clone, Copy)]
@@ -99,6 +109,7 @@ const PRUNE_AFTER_S: i64 = 30 * 24 * 3600;
 /// Starts following `load_path` (drops any earlier state). With a cache, its snapshot serves
 /// the roots it knows; the answer is why an existing cache was not used (for a warning).
 pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<Cache>) -> Option<String> {
+    mark_main_ractor();
     let started = Instant::now();
     let (index, warning, usable) = match &cache {
         Some(c) => without_gvl(|| load_cache(c, dlext)),
@@ -201,16 +212,18 @@ pub fn stop() {
 }
 
 impl State {
-    /// Mirrors `$LOAD_PATH`; scans entries never seen. `false` when it cannot be mirrored.
-    fn sync(&mut self) -> bool {
+    /// Mirrors `$LOAD_PATH`; scans entries never seen. `Ok(false)` when it cannot be mirrored,
+    /// `Err` when an entry's `to_path` raised (to be raised once the lock is released).
+    fn sync(&mut self) -> Result<bool, Error> {
         if self.load_path.is_unchanged() {
-            return true;
+            return Ok(true);
         }
         let started = Instant::now();
         let order: Vec<PathBuf> = match self.load_path.poll() {
-            Ok(None) => return true,
+            Ok(None) => return Ok(true),
             Ok(Some(entries)) => entries.to_vec(),
-            Err(_) => return false,
+            Err(Polled::Opaque) => return Ok(false),
+            Err(Polled::Raised(e)) => return Err(e),
         };
         let expanded = started.elapsed();
         let (index, policy) = (&mut self.index, &self.policy);
@@ -224,7 +237,7 @@ impl State {
         }
         self.fresh_roots += report.fresh;
         self.absorb(report.problems);
-        true
+        Ok(true)
     }
 
     /// Keeps problems for `Loadscan.problems` and the next warning.
@@ -244,33 +257,81 @@ impl State {
     }
 }
 
-/// Runs `f` on the state after syncing with `$LOAD_PATH`; `None` if stopped, busy or opaque.
-fn with_synced<T>(f: impl FnOnce(&mut State) -> T) -> Option<T> {
-    let mut guard = match STATE.try_lock() {
-        Ok(g) => g,
-        Err(TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(TryLockError::WouldBlock) => return None,
-    };
-    let state = guard.as_mut()?;
-    if !state.sync() {
-        return None;
+/// Runs `f` on the state after syncing with `$LOAD_PATH`: `Ok(None)` if stopped, busy, opaque
+/// or called from a Ractor other than the main one; `Err` for what Ruby raised meanwhile (an
+/// entry's `to_path`, an interrupt during GVL-free work), returned after the lock is released.
+fn try_synced<T>(f: impl FnOnce(&mut State) -> T) -> Result<Option<T>, Error> {
+    if !in_main_ractor() {
+        return Ok(None);
     }
-    Some(f(state))
+    let result = {
+        let mut guard = match STATE.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Ok(None),
+        };
+        match guard.as_mut() {
+            None => Ok(None),
+            Some(state) => state.sync().map(|mirrored| mirrored.then(|| f(state))),
+        }
+    };
+    raise_pending()?;
+    result
+}
+
+/// [`try_synced`] for callers that return no `Result` (the binding's older entry points): the
+/// error is raised here, once the lock is released; it unwinds only through the caller's
+/// frames, which hold none of loadscan's state.
+fn with_synced<T>(f: impl FnOnce(&mut State) -> T) -> Option<T> {
+    try_synced(f).unwrap_or_else(|e| raise_now(e))
+}
+
+/// Raises `e` (the lock must not be held).
+fn raise_now(e: Error) -> ! {
+    unsafe { magnus::rb_sys::resume_error(e) }
+}
+
+/// Where a parsed feature is, listing the deferred directories it depends on with the GVL
+/// released (the state lock stays held: other threads find it busy and go to Ruby).
+fn locate(index: &mut Index, q: &Query) -> Located {
+    index.locate_with(q, &mut |root, rel, opts| without_gvl(|| list_deferred(root, rel, opts)))
+}
+
+/// The key of a Ractor-local value set in the Ractor that started loadscan (the main one).
+static MAIN_RACTOR_KEY: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+fn mark_main_ractor() {
+    let key = *MAIN_RACTOR_KEY.get_or_init(|| unsafe { rb_sys::rb_ractor_local_storage_value_newkey() } as usize);
+    unsafe { rb_sys::rb_ractor_local_storage_value_set(key as _, rb_sys::Qtrue as VALUE) };
+}
+
+/// Whether the running Ractor is the one that started loadscan. Others are left to Ruby: the
+/// state is not theirs, and Ruby's own `require` decides what they may load.
+fn in_main_ractor() -> bool {
+    let Some(&key) = MAIN_RACTOR_KEY.get() else { return true };
+    let mut v: VALUE = rb_sys::Qnil as VALUE;
+    unsafe { rb_sys::rb_ractor_local_storage_value_lookup(key as _, &mut v) && v == rb_sys::Qtrue as VALUE }
 }
 
 /// The index's answer for `feature`, ignoring `$LOADED_FEATURES` (what
 /// `$LOAD_PATH.resolve_feature_path` computes).
 pub fn lookup(feature: &[u8]) -> Answer {
-    with_synced(|s| {
-        let answer = match s.index.lookup(feature) {
-            Resolution::Found { root, stem, kind } => Answer::Path(s.index.path_of(root, &stem, kind)),
-            Resolution::Missing => Answer::Missing,
-            Resolution::Unknown => Answer::Unknown,
+    try_lookup(feature).unwrap_or_else(|e| raise_now(e))
+}
+
+/// [`lookup`], with what Ruby raised meanwhile as an `Err`.
+pub fn try_lookup(feature: &[u8]) -> Result<Answer, Error> {
+    let answer = try_synced(|s| {
+        let Some(q) = s.index.parse(feature) else { return Answer::Unknown };
+        let answer = match locate(&mut s.index, &q) {
+            Located::Found(root, kind) => Answer::Path(s.index.path_of(root, &q.stem, kind)),
+            Located::Missing => Answer::Missing,
+            Located::Unknown => Answer::Unknown,
         };
         s.absorb_lazy();
         answer
-    })
-    .unwrap_or(Answer::Unknown)
+    })?;
+    Ok(answer.unwrap_or(Answer::Unknown))
 }
 
 /// What `require(feature)` should do now.
@@ -338,9 +399,10 @@ pub fn count_deferred(reason: Reason) {
 }
 
 /// Ruby's `rb_feature_provided`: `Some(true)` when provided and not being loaded right now,
-/// `Some(false)` when not provided, `None` when it is being loaded (or Ruby raised).
-fn provided(feature: &[u8]) -> Option<bool> {
-    let answer = with_cstr(feature, |c| {
+/// `Some(false)` when not provided, `None` when it is being loaded; `Err` what Ruby raised (it
+/// expands `$LOAD_PATH` itself, running entries' `to_path`).
+fn provided(feature: &[u8]) -> Result<Option<bool>, Error> {
+    let Some(answer) = with_cstr(feature, |c| {
         magnus::rb_sys::protect(|| unsafe {
             let mut loading: *const std::os::raw::c_char = std::ptr::null();
             let p = rb_sys::rb_feature_provided(c, &mut loading) != 0;
@@ -350,12 +412,14 @@ fn provided(feature: &[u8]) -> Option<bool> {
                 (true, false) => rb_sys::Qnil as VALUE,
             }
         })
-    })?;
-    match answer {
-        Ok(v) if v == rb_sys::Qtrue as VALUE => Some(true),
-        Ok(v) if v == rb_sys::Qfalse as VALUE => Some(false),
+    }) else {
+        return Ok(None);
+    };
+    Ok(match answer? {
+        v if v == rb_sys::Qtrue as VALUE => Some(true),
+        v if v == rb_sys::Qfalse as VALUE => Some(false),
         _ => None,
-    }
+    })
 }
 
 /// Calls `f` with `bytes` as a NUL-terminated C string (on the stack when short).
@@ -386,11 +450,17 @@ fn with_cstr<R>(bytes: &[u8], f: impl FnOnce(*const std::os::raw::c_char) -> R) 
 /// path, where Ruby waits or warns about the circular require exactly as after its own search;
 /// with an extension, Ruby takes the loading path itself (no search), so it goes to Ruby.
 pub fn resolve(feature: &[u8]) -> Resolved {
+    try_resolve(feature).unwrap_or_else(|e| raise_now(e))
+}
+
+/// [`resolve`], with what Ruby raised meanwhile (an entry's `to_path`, an interrupt) as an
+/// `Err` for the caller to raise.
+pub fn try_resolve(feature: &[u8]) -> Result<Resolved, Error> {
     if feature == PROBE {
         PROBES.fetch_add(1, Ordering::Relaxed);
-        return Resolved::Probe;
+        return Ok(Resolved::Probe);
     }
-    let answer = resolve_uncounted(feature);
+    let answer = resolve_uncounted(feature)?;
     match answer {
         Resolved::Defer(reason) => count_deferred(reason),
         Resolved::Missing => {
@@ -400,13 +470,13 @@ pub fn resolve(feature: &[u8]) -> Resolved {
             HITS.fetch_add(1, Ordering::Relaxed);
         }
     }
-    answer
+    Ok(answer)
 }
 
-fn resolve_uncounted(feature: &[u8]) -> Resolved {
-    let found = with_synced(|s| {
+fn resolve_uncounted(feature: &[u8]) -> Result<Resolved, Error> {
+    let found = try_synced(|s| {
         let q = s.index.parse(feature).ok_or(Reason::NotFeature)?;
-        let located = s.index.locate(&q);
+        let located = locate(&mut s.index, &q);
         s.absorb_lazy();
         let path = match located {
             Located::Found(root, kind) => Some((s.index.path_of(root, &q.stem, kind), kind)),
@@ -415,13 +485,14 @@ fn resolve_uncounted(feature: &[u8]) -> Resolved {
             Located::Unknown => return Err(Reason::BlindSpot),
         };
         Ok((q.want, path))
-    });
+    })?;
     let (want, path) = match found {
         Some(Ok(found)) => found,
-        Some(Err(reason)) => return Resolved::Defer(reason),
-        None => return Resolved::Defer(Reason::Unavailable),
+        Some(Err(reason)) => return Ok(Resolved::Defer(reason)),
+        None => return Ok(Resolved::Defer(Reason::Unavailable)),
     };
-    match (provided(feature), want, path) {
+    let provided_path = |p: &[u8]| provided(p);
+    Ok(match (provided(feature)?, want, path) {
         (Some(false), _, Some((p, _))) => Resolved::Path(p),
         (Some(false), _, None) => Resolved::Missing,
         // Being loaded (by this thread: a circular require; or by another). For a bare feature
@@ -431,9 +502,11 @@ fn resolve_uncounted(feature: &[u8]) -> Resolved {
         (None, Want::Bare, Some((p, _))) => Resolved::Path(p),
         (Some(true), Want::Rb | Want::Ext, _) => Resolved::Loaded,
         (Some(true), Want::Bare, None) => Resolved::Loaded,
-        (Some(true), Want::Bare, Some((p, Kind::Rb | Kind::Ext))) if provided(&p) == Some(true) => Resolved::Loaded,
+        (Some(true), Want::Bare, Some((p, Kind::Rb | Kind::Ext))) if provided_path(&p)? == Some(true) => {
+            Resolved::Loaded
+        }
         _ => Resolved::Defer(Reason::Loaded),
-    }
+    })
 }
 
 /// The index's answer to `$LOAD_PATH.resolve_feature_path(feature)` (which ignores
@@ -442,7 +515,7 @@ fn resolve_uncounted(feature: &[u8]) -> Resolved {
 pub fn feature_path(feature: &[u8]) -> Result<Option<(Kind, Vec<u8>)>, ()> {
     with_synced(|s| {
         let q = s.index.parse(feature).ok_or(())?;
-        let located = s.index.locate(&q);
+        let located = locate(&mut s.index, &q);
         s.absorb_lazy();
         match located {
             Located::Found(root, kind) => Ok(Some((kind, s.index.path_of(root, &q.stem, kind)))),

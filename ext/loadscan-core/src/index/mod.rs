@@ -49,6 +49,10 @@ type Ranked = (u32, RootId);
 /// Identifies a scanned root inside one [`Index`].
 pub type RootId = u32;
 
+/// Lists one deferred directory (`rel` below a root) with the given options, as
+/// [`list_deferred`] does.
+pub type Lister<'a> = dyn FnMut(&Path, &[u8], &ScanOptions) -> Listing + 'a;
+
 /// [`Resolution`] without the stem (the caller has it in its [`Query`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Located {
@@ -319,11 +323,11 @@ impl Index {
         }
     }
 
-    /// Lists the deferred directory `rel` of root `id` and adds what it holds.
-    fn list_now(&mut self, id: RootId, rel: &[u8]) {
+    /// Lists the deferred directory `rel` of root `id` with `lister` and adds what it holds.
+    fn list_now(&mut self, id: RootId, rel: &[u8], lister: &mut Lister) {
         let started = std::time::Instant::now();
         let root_path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&self.roots[id as usize].path);
-        let mut part = list_deferred(Path::new(root_path), rel, &self.scan);
+        let mut part = lister(Path::new(root_path), rel, &self.scan);
         self.problems.append(&mut part.problems);
         self.dirty = true;
         self.index(id, &part);
@@ -462,15 +466,21 @@ impl Index {
         }
         // Contiguous chunks keep the input order; a chunk whose thread panicked is rescanned.
         let chunk = views.len().div_ceil(threads);
+        // A chunk whose thread cannot be started (a process or pids limit) is checked here.
         std::thread::scope(|s| {
             let check = &check;
             let handles: Vec<_> = views
                 .chunks(chunk)
-                .map(|part| (part.len(), s.spawn(move || part.iter().map(check).collect())))
+                .map(|part| {
+                    (part, std::thread::Builder::new().spawn_scoped(s, move || part.iter().map(check).collect()))
+                })
                 .collect();
             handles
                 .into_iter()
-                .flat_map(|(n, h)| h.join().unwrap_or_else(|_| (0..n).map(|_| Freshness::Rescan).collect::<Vec<_>>()))
+                .flat_map(|(part, h)| match h {
+                    Ok(h) => h.join().unwrap_or_else(|_| part.iter().map(|_| Freshness::Rescan).collect::<Vec<_>>()),
+                    Err(_) => part.iter().map(check).collect(),
+                })
                 .collect()
         })
     }
@@ -624,6 +634,12 @@ impl Index {
     /// Where a parsed feature is, without copying anything (the hot path of `require`). Lists
     /// the deferred directories the answer depends on first (each at most once per index).
     pub fn locate(&mut self, q: &Query) -> Located {
+        self.locate_with(q, &mut list_deferred)
+    }
+
+    /// [`Index::locate`], listing deferred directories with `lister` ([`list_deferred`] or a
+    /// wrapper of it: the binding releases the GVL around each listing).
+    pub fn locate_with(&mut self, q: &Query, lister: &mut Lister) -> Located {
         let mut last = None;
         loop {
             match self.step(q) {
@@ -632,7 +648,7 @@ impl Index {
                 // answers rather than this loop spinning.
                 Step::List(id, len) if last == Some((id, len)) => return Located::Unknown,
                 Step::List(id, len) => {
-                    self.list_now(id, &q.stem[..len]);
+                    self.list_now(id, &q.stem[..len], lister);
                     last = Some((id, len));
                 }
             }
