@@ -23,6 +23,10 @@
 #                "F (from C)"; found from the C stacks of one `strace -k` boot per fixture, see
 #                Bench::Syscalls.record_c_features), relative spellings (`enumerator.so`, checked
 #                against $LOADED_FEATURES), Rails' own file checks, libc lookups.
+# Ruby 3.1's `require` probes with openat only: a stat-family call on <entry>/F.rb|.so gets a
+# cause by the same rule, but was made by other code (RubyGems' contains_requirable_file?,
+# Rails); a failed stat of <entry>/D (no extension) is loadscan's check of the directory a sure
+# miss would be in, counted as miss "D/".
 # Every failed call before the prelude file is opened (stock loads the empty preludes/stock.rb
 # at the same point) is counted as "before_prelude" (Ruby's startup, RubyGems, bundler/setup:
 # nothing a cache set up in the prelude could answer), and broken down by the same causes.
