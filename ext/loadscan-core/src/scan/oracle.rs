@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::listing::{DirRecord, DirStamp, FileEntry, Listing, ProblemKind, RootState, ScanProblem};
 use super::options::ScanOptions;
+use super::readdir::errno;
 
 /// Scans one root serially with `stat` per entry.
 pub fn scan_serial(root: &Path, opts: &ScanOptions) -> Listing {
@@ -86,7 +87,7 @@ fn visit(
             Ok(md) if md.is_dir() => 1,
             Ok(md) if md.is_file() || md.file_type().is_fifo() || md.file_type().is_char_device() => 2,
             Ok(_) => 3,
-            Err(err) if err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(40) => 4,
+            Err(err) if errno::not_found(&err) || errno::is_loop(&err) => 4,
             Err(_) => 5,
         };
         let name = crate::hash::stable_hash(e.file_name().as_bytes());
@@ -100,7 +101,7 @@ fn visit(
         let path = entry.path();
         let md = match std::fs::metadata(&path) {
             Ok(md) => md,
-            Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(40) => continue, // dangling / ELOOP
+            Err(e) if errno::not_found(&e) || errno::is_loop(&e) => continue, // dangling / a loop
             Err(_) => {
                 out.blind.push(rel_join(&rel, name));
                 continue;

@@ -17,6 +17,68 @@ use std::path::Path;
 
 use super::listing::DirStamp;
 
+/// The errors the scanner tells apart, never by a number written by hand (they differ between
+/// systems, `ELOOP` is 40 on Linux and 62 on macOS, where 62 is `ETIME` on Linux). On Linux
+/// rustix's `Errno`; elsewhere (and with `portable-readdir`, so Linux tests cover it) std's
+/// error kinds, by name: std names `NotADirectory` and `FilesystemLoop` but lets code match
+/// them only from Rust 1.83 (this crate's `rust-version` is older) and not yet, respectively.
+pub(crate) mod errno {
+    use std::io;
+
+    /// `ENOENT`.
+    pub(crate) fn not_found(e: &io::Error) -> bool {
+        e.kind() == io::ErrorKind::NotFound
+    }
+
+    /// `ENOTDIR`.
+    #[cfg(all(target_os = "linux", not(feature = "portable-readdir")))]
+    pub(crate) fn not_dir(e: &io::Error) -> bool {
+        e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error())
+    }
+
+    /// `ELOOP`.
+    #[cfg(all(target_os = "linux", not(feature = "portable-readdir")))]
+    pub(crate) fn is_loop(e: &io::Error) -> bool {
+        e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+    }
+
+    /// `ENOTDIR`.
+    #[cfg(any(not(target_os = "linux"), feature = "portable-readdir"))]
+    pub(crate) fn not_dir(e: &io::Error) -> bool {
+        kind_named(e, "NotADirectory")
+    }
+
+    /// `ELOOP`.
+    #[cfg(any(not(target_os = "linux"), feature = "portable-readdir"))]
+    pub(crate) fn is_loop(e: &io::Error) -> bool {
+        kind_named(e, "FilesystemLoop")
+    }
+
+    #[cfg(any(not(target_os = "linux"), feature = "portable-readdir"))]
+    fn kind_named(e: &io::Error, name: &str) -> bool {
+        format!("{:?}", e.kind()) == name
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn tells_the_errors_apart() {
+            let dir = std::env::temp_dir().join(format!("loadscan-errno-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("file"), b"").unwrap();
+            std::os::unix::fs::symlink("loop", dir.join("loop")).unwrap();
+            let not_dir = std::fs::metadata(dir.join("file/x")).unwrap_err();
+            let looped = std::fs::metadata(dir.join("loop")).unwrap_err();
+            let absent = std::fs::metadata(dir.join("none")).unwrap_err();
+            assert!(super::not_dir(&not_dir) && !super::is_loop(&not_dir) && !super::not_found(&not_dir));
+            assert!(super::is_loop(&looped) && !super::not_dir(&looped) && !super::not_found(&looped));
+            assert!(super::not_found(&absent) && !super::not_dir(&absent) && !super::is_loop(&absent));
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+}
+
 impl Found {
     /// A small tag for the listing digest.
     pub(crate) fn tag(&self) -> u64 {
@@ -118,7 +180,9 @@ mod imp {
     pub(crate) fn list(path: &Path, mut visit: impl FnMut(&[u8], Found)) -> io::Result<DirStamp> {
         let md = std::fs::metadata(path)?;
         if !md.is_dir() {
-            return Err(io::Error::from_raw_os_error(20)); // ENOTDIR
+            // The system's own ENOTDIR, whatever its number.
+            std::fs::read_dir(path)?;
+            return Err(io::Error::other("replaced while being listed"));
         }
         let stamp = DirStamp {
             dev: md.dev(),

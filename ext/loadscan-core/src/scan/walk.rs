@@ -26,7 +26,7 @@ use std::sync::{Condvar, Mutex};
 
 use super::listing::{DirRecord, FileEntry, Listing, ProblemKind, RootState, ScanProblem};
 use super::options::ScanOptions;
-use super::readdir::{entry_digest, list, Found};
+use super::readdir::{entry_digest, errno, list, Found};
 
 /// One directory to list.
 struct Job {
@@ -109,9 +109,6 @@ impl Walk<'_> {
             out.problems.push(problem(ProblemKind::TooLarge, root.clone(), None));
             return (out, Vec::new());
         }
-        if let Some(hook) = &self.opts.before_list.0 {
-            hook(&path);
-        }
         let result = list(&path, |name, found| {
             digest = digest.wrapping_add(entry_digest(name, &found));
             match found {
@@ -141,18 +138,15 @@ impl Walk<'_> {
             Ok(stamp) => stamp,
             Err(e) => {
                 let top = job.rel.is_empty();
-                match e.raw_os_error() {
-                    Some(2) if top => out.state = Some(RootState::Missing), // ENOENT
-                    Some(20) if top => out.state = Some(RootState::NotDir), // ENOTDIR
-                    Some(2) | Some(20) if self.keep.is_some() || self.lazy => out.gone = true,
-                    errno => {
+                let (absent, not_dir) = (errno::not_found(&e), errno::not_dir(&e));
+                match () {
+                    _ if absent && top => out.state = Some(RootState::Missing),
+                    _ if not_dir && top => out.state = Some(RootState::NotDir),
+                    _ if (absent || not_dir) && (self.keep.is_some() || self.lazy) => out.gone = true,
+                    _ => {
                         // Whatever was gathered before the error is kept (it exists); the rest
                         // of the directory is unknown.
-                        let kind = if matches!(errno, Some(2) | Some(20)) {
-                            ProblemKind::Vanished
-                        } else {
-                            ProblemKind::Unreadable
-                        };
+                        let kind = if absent || not_dir { ProblemKind::Vanished } else { ProblemKind::Unreadable };
                         out.blind.push(job.rel.clone());
                         out.problems.push(problem(kind, path, Some(e)));
                         if top {
@@ -213,11 +207,14 @@ pub fn scan_roots(roots: &[PathBuf], opts: &ScanOptions) -> Vec<Listing> {
         Walk { roots, opts, dirs_seen: roots.iter().map(|_| AtomicUsize::new(0)).collect(), keep: None, lazy: false };
     let initial: Vec<Job> =
         (0..roots.len()).rev().map(|root| Job { root, rel: Vec::new(), depth: 0, ancestors: Vec::new() }).collect();
-    assemble(roots, opts, run_jobs(&walk, initial, roots.len(), opts.threads))
+    match run_jobs(&walk, initial, roots.len(), opts.threads) {
+        Some(outputs) => assemble(roots, opts, outputs),
+        None => roots.iter().map(|r| failed(r, b"")).collect(),
+    }
 }
 
-/// A listing whose scan failed at `rel` of `root` (`b""`: the whole root): blind there, so
-/// Ruby answers for it.
+/// A listing whose scan failed (a worker panicked) at `rel` of `root` (`b""`: the whole
+/// root): blind there, so Ruby answers for it.
 fn failed(root: &Path, rel: &[u8]) -> Listing {
     let mut l = Listing::empty(root.to_path_buf(), RootState::Dir);
     l.blind.push(rel.to_vec());
@@ -238,7 +235,7 @@ pub fn list_deferred(root: &Path, rel: &[u8], opts: &ScanOptions) -> Listing {
     let walk = Walk { roots: &roots, opts, dirs_seen: vec![AtomicUsize::new(0)], keep: None, lazy: true };
     let depth = 1 + rel.iter().filter(|&&c| c == b'/').count();
     let job = Job { root: 0, rel: rel.to_vec(), depth, ancestors: Vec::new() };
-    let outputs = run_jobs(&walk, vec![job], 1, 1);
+    let Some(outputs) = run_jobs(&walk, vec![job], 1, 1) else { return failed(root, rel) };
     let mut listing = assemble(&roots, opts, outputs).pop().unwrap_or_else(|| failed(root, rel));
     listing.state = RootState::Dir;
     listing
@@ -300,7 +297,7 @@ pub fn refresh(old: &Listing, changed: &[Vec<u8>], opts: &ScanOptions) -> Listin
         keep: Some(&keep),
         lazy: false,
     };
-    let outputs = run_jobs(&walk, jobs, 1, opts.threads);
+    let Some(outputs) = run_jobs(&walk, jobs, 1, opts.threads) else { return failed(&old.root, b"") };
     if outputs.iter().any(|o| o.rel.is_empty() && matches!(o.state, Some(RootState::Missing | RootState::NotDir))) {
         return rescan_whole(old, opts);
     }
@@ -368,105 +365,64 @@ fn merge(old: &Listing, outputs: Vec<Output>, opts: &ScanOptions) -> Listing {
     listing
 }
 
-/// What listing a directory gives when listing it panicked (a bug, or an injected fault): a
-/// blind spot there, so Ruby answers for everything below it.
-fn panicked(walk: &Walk, root: usize, rel: Vec<u8>) -> Output {
-    let path = join(&walk.roots[root], &rel);
-    Output {
-        root,
-        children: Vec::new(),
-        gone: false,
-        dir: None,
-        files: Vec::new(),
-        blind: vec![rel.clone()],
-        deferred: Vec::new(),
-        problems: vec![ScanProblem { kind: ProblemKind::Failed, path, error: None }],
-        state: rel.is_empty().then_some(RootState::Dir),
-        rel,
-    }
-}
-
-/// Lists one directory; a panic blinds that directory and nothing else.
-fn run_one(walk: &Walk, job: Job) -> (Output, Vec<Job>) {
-    let (root, rel) = (job.root, job.rel.clone());
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| walk.run(job)))
-        .unwrap_or_else(|_| (panicked(walk, root, rel), Vec::new()))
-}
-
-/// Runs the jobs (and the jobs they find) to completion on up to `threads` threads, the
-/// calling one included. A thread that cannot be started (a process or pids limit) is simply
-/// not there: the others, down to the calling thread alone, do the work. A job that panics
-/// becomes a blind spot (see [`run_one`]); the queue's count of busy workers is kept right
-/// either way, so no worker waits forever.
-fn run_jobs(walk: &Walk, initial: Vec<Job>, roots: usize, threads: usize) -> Vec<Output> {
+/// Runs the jobs (and the jobs they find) to completion; `None` if listing panicked anywhere,
+/// since the outputs would then be incomplete without saying where.
+fn run_jobs(walk: &Walk, initial: Vec<Job>, roots: usize, threads: usize) -> Option<Vec<Output>> {
     let threads = threads.max(1).min(roots.max(1) * 64);
     if threads == 1 {
-        let mut stack = initial;
-        let mut outs = Vec::new();
-        while let Some(job) = stack.pop() {
-            let (out, more) = run_one(walk, job);
-            outs.push(out);
-            stack.extend(more);
-        }
-        return outs;
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut stack = initial;
+            let mut outs = Vec::new();
+            while let Some(job) = stack.pop() {
+                let (out, more) = walk.run(job);
+                outs.push(out);
+                stack.extend(more);
+            }
+            outs
+        }))
+        .ok();
     }
     let queue = Mutex::new(Queue { jobs: initial, busy: 0 });
     let ready = Condvar::new();
-    let worker = || {
-        let mut outs = Vec::new();
-        loop {
-            let job = {
-                let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-                loop {
-                    if let Some(job) = q.jobs.pop() {
-                        q.busy += 1;
-                        break Some(job);
-                    }
-                    if q.busy == 0 {
-                        break None;
-                    }
-                    q = ready.wait(q).unwrap_or_else(|p| p.into_inner());
-                }
-            };
-            let Some(job) = job else {
-                ready.notify_all();
-                return outs;
-            };
-            let (out, more) = run_one(walk, job);
-            outs.push(out);
-            let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-            q.busy -= 1;
-            let wake = !more.is_empty() || q.busy == 0;
-            q.jobs.extend(more);
-            drop(q);
-            if wake {
-                ready.notify_all();
-            }
-        }
-    };
     std::thread::scope(|s| {
-        let mut handles = Vec::with_capacity(threads - 1);
-        for _ in 1..threads {
-            match std::thread::Builder::new().spawn_scoped(s, worker) {
-                Ok(h) => handles.push(h),
-                Err(_) => break,
-            }
-        }
-        let mut outs = worker();
-        for h in handles {
-            // A worker cannot panic (each job is caught); should one, its outputs are lost and
-            // the directories it listed stay unknown to the index only if nothing else names
-            // them, so the roots are marked failed below.
-            match h.join() {
-                Ok(part) => outs.extend(part),
-                Err(_) => {
-                    for root in 0..roots {
-                        outs.push(panicked(walk, root, Vec::new()));
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut outs = Vec::new();
+                    loop {
+                        let job = {
+                            let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                            loop {
+                                if let Some(job) = q.jobs.pop() {
+                                    q.busy += 1;
+                                    break Some(job);
+                                }
+                                if q.busy == 0 {
+                                    break None;
+                                }
+                                q = ready.wait(q).unwrap_or_else(|p| p.into_inner());
+                            }
+                        };
+                        let Some(job) = job else {
+                            ready.notify_all();
+                            return outs;
+                        };
+                        let (out, more) = walk.run(job);
+                        outs.push(out);
+                        let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                        q.busy -= 1;
+                        let wake = !more.is_empty() || q.busy == 0;
+                        q.jobs.extend(more);
+                        drop(q);
+                        if wake {
+                            ready.notify_all();
+                        }
                     }
-                }
-            }
-        }
-        outs
+                })
+            })
+            .collect();
+        let parts: Result<Vec<Vec<Output>>, _> = handles.into_iter().map(|h| h.join()).collect();
+        parts.ok().map(|p| p.into_iter().flatten().collect())
     })
 }
 
