@@ -6,6 +6,7 @@ require_relative "../test_helper"
 # every kind of change, bad caches degrade to a scan with one warning, writes are atomic.
 class CacheTest < Minitest::Test
   FEATURES = %w[a b sub/c shadow deep/x new/n moved/m].freeze
+  FILE = "loadscan.cache" # a name of loadscan's own (`index` before: see test_a_planted_symlink_*)
 
   def script(load_path)
     <<~RUBY
@@ -51,7 +52,7 @@ class CacheTest < Minitest::Test
     with_app do |dir, lp, cache|
       backdate(dir)
       cold = boot(lp, cache)
-      assert File.file?(File.join(cache, "index")), "the cold boot writes the cache at exit"
+      assert File.file?(File.join(cache, FILE)), "the cold boot writes the cache at exit"
       assert_equal 0, cold.report["stats"][:roots_from_cache]
       warm = boot(lp, cache)
       stats = warm.report["stats"]
@@ -114,29 +115,29 @@ class CacheTest < Minitest::Test
           exit(0) # runs at_exit handlers: loadscan's must not write from a child
         end
         Process.wait(pid)
-        report("child" => $?.exitstatus, "cache_after_child" => File.exist?(#{File.join(cache, "index").inspect}))
+        report("child" => $?.exitstatus, "cache_after_child" => File.exist?(#{File.join(cache, FILE).inspect}))
       RUBY
       assert run.status.success?, run.stderr
       assert_equal({ "child" => 0, "cache_after_child" => false }, run.report)
-      assert File.exist?(File.join(cache, "index")), "the parent writes the cache at its exit"
+      assert File.exist?(File.join(cache, FILE)), "the parent writes the cache at its exit"
     end
   end
 
   def test_readonly_never_writes
     with_app do |_dir, lp, cache|
       boot(lp, cache, env: { "LOADSCAN_READONLY" => "1" })
-      refute File.exist?(File.join(cache, "index"))
+      refute File.exist?(File.join(cache, FILE))
       boot(lp, cache)
-      before = File.binread(File.join(cache, "index"))
+      before = File.binread(File.join(cache, FILE))
       boot(lp + ["#{lp[0]}/sub"], cache, env: { "LOADSCAN_READONLY" => "1" })
-      assert_equal before, File.binread(File.join(cache, "index"))
+      assert_equal before, File.binread(File.join(cache, FILE))
     end
   end
 
   def test_kill_9_during_a_write_leaves_the_previous_cache
     with_app do |_dir, lp, cache|
       boot(lp, cache)
-      index = File.join(cache, "index")
+      index = File.join(cache, FILE)
       before = File.binread(index)
       code = script(lp + ["#{lp[0]}/sub"]) # a new entry makes the cache dirty
       Dir.mktmpdir do |tmp|
@@ -144,8 +145,8 @@ class CacheTest < Minitest::Test
         env = { "LOADSCAN_CACHE_DIR" => cache, "LOADSCAN_TEST_WRITE_PAUSE" => "20", "LOADSCAN_TEST_REPORT" => "#{tmp}/r" }
         pid = Process.spawn(env, RbConfig.ruby, "-r", File.join(Loadscan::TestSupport::LIB, "loadscan/setup.rb"), "#{tmp}/s.rb")
         deadline = Time.now + 20
-        sleep 0.05 until Dir.glob("#{cache}/.index.tmp.*").any? || Time.now > deadline
-        refute_empty Dir.glob("#{cache}/.index.tmp.*"), "the writer never started"
+        sleep 0.05 until Dir.glob("#{cache}/.#{FILE}.tmp.*").any? || Time.now > deadline
+        refute_empty Dir.glob("#{cache}/.#{FILE}.tmp.*"), "the writer never started"
         Process.kill(:KILL, pid)
         Process.wait(pid)
       end
@@ -164,7 +165,7 @@ class CacheTest < Minitest::Test
         assert_empty run.stderr
         assert_equal stock.report["results"], run.report["results"]
       end
-      assert_equal ["index"], Dir.children(cache)
+      assert_equal [FILE], Dir.children(cache)
       assert_operator boot(lp, cache).report["stats"][:roots_from_cache], :>=, 2
     end
   end
@@ -186,7 +187,7 @@ class CacheTest < Minitest::Test
     corruptions.each do |name, corrupt|
       with_app do |_dir, lp, cache|
         boot(lp, cache)
-        corrupt.call(File.join(cache, "index"))
+        corrupt.call(File.join(cache, FILE))
         run = boot(lp, cache, quiet: false, env: { "LOADSCAN_READONLY" => "1" })
         assert_equal 1, run.stderr.scan(/loadscan: .*cache/).size, "#{name}: #{run.stderr}"
         assert_operator run.report["stats"][:roots_scanned], :>=, 2, name
@@ -208,7 +209,7 @@ class CacheTest < Minitest::Test
     outdated.each do |name, change|
       with_app do |_dir, lp, cache|
         boot(lp, cache)
-        file = File.join(cache, "index")
+        file = File.join(cache, FILE)
         bytes = File.binread(file)
         change.call(bytes)
         File.binwrite(file, bytes)
@@ -223,13 +224,103 @@ class CacheTest < Minitest::Test
     with_app do |dir, lp, _cache|
       File.symlink("#{dir}/nowhere", "#{dir}/dangling")
       run = boot(lp, "#{dir}/dangling", quiet: false)
-      assert_equal 1, run.stderr.scan(/loadscan: could not write the cache/).size, run.stderr
+      assert_equal 1, run.stderr.scan(/loadscan: .*cache/).size, run.stderr
+      assert_match(/dangling is a symlink/, run.stderr)
+      refute File.exist?("#{dir}/nowhere"), "never created through the symlink"
       File.delete("#{dir}/dangling")
       FileUtils.chmod_R("a+rX", dir)
       File.chmod(0o755, File.dirname(dir))
       Dir.mkdir("#{dir}/locked", 0o555)
       run = boot(lp, "#{dir}/locked", quiet: false, as_nobody: true)
       assert_equal 1, run.stderr.scan(/loadscan: could not write the cache/).size, run.stderr
+    end
+  end
+
+  # Runs a shell command as `user` (a name or a uid), as the test's `as_nobody:` boots do.
+  def as_user(user, *cmd)
+    system("setpriv", "--reuid=#{user}", "--regid=#{user == "nobody" ? "nogroup" : user}", "--clear-groups", *cmd,
+           exception: true)
+  end
+
+  # The issue's attack: one user plants `mkdir D && ln -s VICTIM_DIR D/loadscan`, another boots
+  # with that cache dir. The victim's files must stay as they were (the old cache name, `index`,
+  # was a repository's `.git/index`), and the boot must equal stock, with one warning.
+  def test_a_planted_symlink_never_clobbers_another_users_file
+    skip "needs root to act as two users" unless Process.euid.zero?
+    [["root", nil], ["nobody", 4242]].each do |victim, attacker|
+      Dir.mktmpdir("loadscan-attack") do |top|
+        File.chmod(0o1777, top) # like /tmp: anyone may create entries, not replace others'
+        victim_dir = File.join(top, "victim-repo.git")
+        Dir.mkdir(victim_dir)
+        File.write("#{victim_dir}/index", "precious index")
+        File.write("#{victim_dir}/#{FILE}", "precious notes")
+        FileUtils.chown_R(victim, nil, victim_dir) if victim != "root"
+        planted = File.join(top, "cache")
+        as_user(attacker || "nobody", "mkdir", planted)
+        as_user(attacker || "nobody", "ln", "-s", victim_dir, "#{planted}/loadscan")
+        runs = with_files(tree) do |dir|
+          FileUtils.chmod_R("a+rX", dir)
+          File.chmod(0o755, File.dirname(dir))
+          lp = %W[#{dir}/e1 #{dir}/e2]
+          2.times.map { boot(lp, "#{planted}/loadscan", quiet: false, as_nobody: victim == "nobody") }
+        end
+        assert_equal "precious index", File.read("#{victim_dir}/index"), victim
+        assert_equal "precious notes", File.read("#{victim_dir}/#{FILE}"), victim
+        assert_equal ["index", FILE].sort, Dir.children(victim_dir).sort, victim
+        runs.each do |run|
+          assert_equal 1, run.stderr.scan(/loadscan: .*cache/).size, "#{victim}: #{run.stderr}"
+          assert_match(/owned by uid/, run.stderr)
+        end
+      end
+    end
+  end
+
+  # A cache dir that can be neither read nor written warns once per boot, not at start and
+  # again at exit.
+  def test_an_unusable_cache_dir_warns_once
+    with_app do |dir, lp, _cache|
+      File.write("#{dir}/plain-file", "")
+      ["/dev/null", "#{dir}/plain-file", "#{dir}/plain-file/below"].each do |cache|
+        run = boot(lp, cache, quiet: false)
+        assert_equal 1, run.stderr.scan(/loadscan: /).size, "#{cache}: #{run.stderr}"
+        assert_match(/cache/, run.stderr)
+      end
+      assert_equal "", File.read("#{dir}/plain-file")
+    end
+  end
+
+  # A cache of an older loadscan (named `index`) is left alone: the new one has its own name.
+  def test_an_old_index_file_is_ignored
+    with_app do |_dir, lp, cache|
+      FileUtils.mkdir_p(cache)
+      File.write("#{cache}/index", "LOADSCAN from an older version")
+      boot(lp, cache) # quiet
+      assert_equal "LOADSCAN from an older version", File.read("#{cache}/index")
+      assert_operator boot(lp, cache).report["stats"][:roots_from_cache], :>=, 2
+    end
+  end
+
+  # A program that puts a fresh temp dir on $LOAD_PATH on every run: the cache stops growing
+  # once the roots no longer on the load path reach their cap (64 here, more in apps with more
+  # entries), the oldest dropped first.
+  def test_roots_no_longer_on_the_load_path_do_not_grow_the_cache
+    with_app do |dir, lp, cache|
+      sizes = 72.times.map do |i|
+        fresh = "#{dir}/fresh/#{i}"
+        FileUtils.mkdir_p(fresh)
+        File.write("#{fresh}/t#{i}.rb", "")
+        run = run_ruby(<<~RUBY, loadscan: true, env: { "LOADSCAN_CACHE_DIR" => cache })
+          $LOAD_PATH.unshift(*#{(lp + [fresh]).inspect})
+          require "t#{i}"
+          require "a"
+          report(Loadscan.stats[:hits])
+        RUBY
+        assert run.status.success?, run.stderr
+        assert_equal 2, run.report
+        File.size(File.join(cache, FILE))
+      end
+      assert_operator sizes[66], :>, sizes[0], sizes.inspect
+      assert_operator sizes[71], :<=, sizes[66] + 10, "still growing: #{sizes.last(10).inspect}"
     end
   end
 end
