@@ -12,6 +12,7 @@ module Loadscan
   # does not compile them.
   autoload :Error, File.expand_path("loadscan/error", __dir__)
   autoload :Warnings, File.expand_path("loadscan/warnings", __dir__)
+  autoload :Instrumentation, File.expand_path("loadscan/instrumentation", __dir__)
 
   class << self
     # The configuration in effect after setup (nil before).
@@ -36,6 +37,11 @@ module Loadscan
                              Process.euid, @config.validate == "listing", @config.stable_dirs, @config.lazy)
       Warnings.once(:cache, warning) if warning
       Native.sync
+      instrument(:cache_load) do
+        s = Native.stats
+        { cache_dir: @config.cache_dir, roots_from_cache: s[:roots_from_cache], roots_scanned: s[:roots_scanned],
+          ms: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms], warning: warning }
+      end
       require_relative "loadscan/core_ext/kernel"
       require_relative "loadscan/core_ext/load_path"
       unless CoreExt.attach
@@ -55,6 +61,16 @@ module Loadscan
     # exit of the process that set it up). Returns :written, :clean or :skipped; a failure is
     # one warning and :failed, never an exception.
     def save
+      result = save_cache
+      instrument(:cache_write) { { cache_dir: @config&.cache_dir, result: result } }
+      result
+    end
+
+    # Receives loadscan's events (see Loadscan::Instrumentation): `->(event, payload) { … }`. Set
+    # it before setup to hear :cache_load (`require "loadscan"`, then this, then `Loadscan.setup`).
+    attr_writer :instrumentation
+
+    private def save_cache
       return :skipped unless active? && @config.cache_dir && !@config.readonly
 
       pause = ENV["LOADSCAN_TEST_WRITE_PAUSE"].to_f # test hook: stop halfway through a write
@@ -63,6 +79,13 @@ module Loadscan
 
       Warnings.once(:cache_write, result)
       :failed
+    end
+
+    # Publishes an event, building its payload only when someone listens.
+    private def instrument(event)
+      return unless @instrumentation || defined?(ActiveSupport::Notifications)
+
+      Instrumentation.publish(@instrumentation, event, yield)
     end
 
     # Whether `require` currently goes through loadscan.

@@ -201,7 +201,10 @@ pub fn save(pause: Option<std::time::Duration>) -> Saved {
         dir.write_atomic(CACHE_FILE, &bytes, pause).map_err(|e| e.to_string())
     });
     match result {
-        Ok(_) => Saved::Written,
+        Ok(_) => {
+            state.index.mark_clean();
+            Saved::Written
+        }
         Err(e) => Saved::Failed(format!("could not write the cache in {}: {e}", cache.dir.display())),
     }
 }

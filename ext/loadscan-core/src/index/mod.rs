@@ -249,6 +249,11 @@ impl Index {
         self.dirty
     }
 
+    /// What is held now has been written: the next write is worth making only after a change.
+    pub fn mark_clean(&mut self) {
+        self.dirty = false;
+    }
+
     /// Adds a scanned root (replacing an earlier listing of the same path).
     pub fn add(&mut self, listing: Listing) -> RootId {
         self.add_scanned(listing, false, now_ns())

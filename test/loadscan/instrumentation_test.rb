@@ -1,0 +1,63 @@
+# frozen_string_literal: true
+
+require_relative "../test_helper"
+
+# Loadscan.instrumentation and ActiveSupport::Notifications hear the cache events; a hook that
+# raises is one warning, never a broken boot.
+class InstrumentationTest < Minitest::Test
+  LIB = Loadscan::TestSupport::LIB
+
+  def run_code(code, cache)
+    run_ruby(<<~RUBY, loadscan: false, env: { "LOADSCAN_CACHE_DIR" => cache })
+      require #{File.join(LIB, "loadscan").inspect}
+      #{code}
+    RUBY
+  end
+
+  def test_cache_events_reach_the_hook_and_active_support
+    Dir.mktmpdir("loadscan-cache") do |cache|
+      code = <<~RUBY
+        events = []
+        Loadscan.instrumentation = ->(event, payload) { events << [event, payload] }
+        Loadscan.setup
+        require "set"
+        Loadscan.save
+        Loadscan.save # nothing changed since
+        notified = []
+        begin
+          require "active_support/notifications"
+          ActiveSupport::Notifications.subscribe(/loadscan/) { |name, *| notified << name }
+        rescue LoadError
+          notified = nil # not installed for this Ruby
+        end
+        Loadscan.save
+        report("events" => events.map { |e, p| [e, p[:result] || p[:roots_scanned].class.name, p[:cache_dir]] },
+               "notified" => notified)
+      RUBY
+      run = run_code(code, cache)
+      assert run.status.success?, run.stderr
+      events = run.report["events"]
+      assert_equal [[:cache_load, "Integer", cache], [:cache_write, :written, cache], [:cache_write, :clean, cache]],
+                   events.first(3)
+      assert_equal :cache_write, events[3][0] # after active_support: written or clean
+      assert_equal 4, events.size
+      assert_equal ["cache_write.loadscan"], run.report["notified"] unless run.report["notified"].nil?
+      assert_empty run.stderr
+    end
+  end
+
+  def test_a_hook_that_raises_is_one_warning
+    Dir.mktmpdir("loadscan-cache") do |cache|
+      run = run_code(<<~RUBY, cache)
+        Loadscan.instrumentation = ->(*) { raise "boom" }
+        Loadscan.setup
+        require "set"
+        Loadscan.save
+        report(defined?(Set) && Loadscan.active?)
+      RUBY
+      assert run.status.success?, run.stderr
+      assert run.report
+      assert_equal 1, run.stderr.lines.grep(/loadscan: an instrumentation hook raised RuntimeError \(boom\)/).size, run.stderr
+    end
+  end
+end
