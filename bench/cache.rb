@@ -81,7 +81,7 @@ opts[:sizes].each do |n|
   File.write(roots_file, roots.join("\n"))
   File.write(feats_file, features.join("\n"))
   system("cargo", "build", "--release", "-q", "--example", "cache", "-p", "loadscan-core", chdir: ROOT, exception: true)
-  out = CacheBench.ruby({}, "print `#{File.join(ROOT, "target/release/examples/cache")} #{File.join(cache, "index")} '#{env_key}' #{roots_file} #{feats_file} #{opts[:reps]}`")
+  out = CacheBench.ruby({}, "print `#{File.join(ROOT, "target/release/examples/cache")} #{File.join(cache, "loadscan.cache")} '#{env_key}' #{roots_file} #{feats_file} #{opts[:reps]}`")
   lines = out.lines.map { |l| l.split.map(&:to_f) }
   summary = lines.pop
   load_us = Stats.median(lines.map { |l| (l[0] + l[1]) / 1000.0 })

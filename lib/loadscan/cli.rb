@@ -236,8 +236,8 @@ module Loadscan
       0
     end
 
-    # Names loadscan gives its cache file (the current one first).
-    CACHE_FILES = %w[loadscan.cache index].freeze
+    # The name loadscan gives its cache file (an old `index` may be another tool's: left alone).
+    CACHE_FILES = %w[loadscan.cache].freeze
 
     def cmd_doctor(_args)
       require_relative "doctor"

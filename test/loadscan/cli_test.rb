@@ -31,7 +31,7 @@ class CLITest < Minitest::Test
       assert_match(/^load_path_entries: \d+$/, out)
       out, = loadscan("-I", "#{dir}/lib", "problems", cache: cache)
       assert_match(/^dangling\t.*gone/, out)
-      refute File.exist?(File.join(cache, "index")), "the CLI never writes the cache"
+      refute File.exist?(File.join(cache, "loadscan.cache")), "the CLI never writes the cache"
       out, = loadscan("clear", cache: cache)
       assert_equal "nothing to remove in #{cache}\n", out
     end

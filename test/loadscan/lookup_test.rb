@@ -54,7 +54,7 @@ class LookupTest < Minitest::Test
         _, manifest = tree(seed)
         half = manifest[:features].each_slice(2).map(&:first)
         check_lookup(seed, { "LOADSCAN_CACHE_DIR" => cache }, features: half)
-        assert File.file?(File.join(cache, "index"))
+        assert File.file?(File.join(cache, "loadscan.cache"))
         stats = check_lookup(seed, { "LOADSCAN_CACHE_DIR" => cache })
         assert_equal 0, stats[:roots_scanned], stats.inspect
         stats = check_lookup(seed, { "LOADSCAN_CACHE_DIR" => cache }, features: half)

@@ -27,7 +27,7 @@ module Loadscan
       # though the suite runs as root); the trees it reads must then be world-readable.
       def run_ruby(code, loadscan:, env: {}, chdir: Dir.pwd, args: [], ruby_opts: [], timeout: 60, as_nobody: false)
         Dir.mktmpdir("loadscan-run") do |tmp|
-          File.chmod(0o777, tmp) if as_nobody
+          File.chmod(0o1777, tmp) if as_nobody # sticky, as /tmp: a cache dir below it stays trusted
           script = File.join(tmp, "script.rb")
           report = File.join(tmp, "report.marshal")
           File.write(script, PRELUDE + code)

@@ -5,7 +5,7 @@
 //! target/release/examples/cache CACHE_FILE ENV_KEY ROOTS_FILE FEATURES_FILE REPS
 //! ```
 //!
-//! `CACHE_FILE` is a cache written by loadscan (`LOADSCAN_CACHE_DIR/index`) with key `ENV_KEY`
+//! `CACHE_FILE` is a cache written by loadscan (`LOADSCAN_CACHE_DIR/loadscan.cache`) with key `ENV_KEY`
 //! (`Loadscan.config.env_key`); `ROOTS_FILE` the load path it serves (one dir per line);
 //! `FEATURES_FILE` features to look up (one per line; the first is the "first lookup").
 //! Prints one line per repetition: `load_ns first_lookup_ns`, then one summary line

@@ -34,11 +34,9 @@ mod tests {
     use super::stable_hash;
 
     #[test]
-    fn is_stable_and_length_aware() {
-        assert_eq!(stable_hash(b"rails/all"), stable_hash(b"rails/all"));
+    fn is_length_aware() {
         assert_ne!(stable_hash(b"a"), stable_hash(b"a\0"));
         assert_ne!(stable_hash(b""), stable_hash(b"\0"));
-        // Pinned: the cache format depends on this value never changing.
-        assert_eq!(stable_hash(b"json"), stable_hash(b"json"));
+        // The literal values are pinned in tests/format_golden.rs, with the format.
     }
 }
