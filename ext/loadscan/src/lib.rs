@@ -30,11 +30,11 @@ use std::path::PathBuf;
 /// path; anything else (to_path / to_str objects, wrong types) goes to Ruby's require, which
 /// converts or raises exactly as it always does.
 ///
-/// The bytes are the name as Ruby's `require` looks for it (`rb_get_path`'s
-/// `file_path_convert`): with `Encoding.default_internal` set, a non-ASCII name in an encoding
-/// other than the file system's is transcoded to the file system's (left as is where that
-/// fails, as Ruby leaves it). A name in an ASCII-incompatible encoding (UTF-16…) goes to Ruby,
-/// which raises.
+/// A name Ruby's `require` would not look for byte for byte goes to Ruby too: one in an
+/// ASCII-incompatible encoding (UTF-16…: Ruby raises), and one that `rb_get_path`'s
+/// `file_path_convert` transcodes (`Encoding.default_internal` set, non-ASCII, in an encoding
+/// other than the file system's). The indexed path built for such a name would carry the
+/// name's encoding and be transcoded again by Ruby's `require`.
 pub(crate) fn string_bytes(v: Value) -> Option<Vec<u8>> {
     use magnus::rb_sys::AsRawValue;
     let s = RString::from_value(v)?;
@@ -51,12 +51,7 @@ pub(crate) fn string_bytes(v: Value) -> Option<Vec<u8>> {
                 && !rb_sys::rb_default_internal_encoding().is_null()
                 && rb_sys::rb_enc_str_asciionly_p(raw) == 0
             {
-                let converted = rb_sys::rb_str_conv_enc(raw, enc, rb_sys::rb_enc_from_index(fs));
-                let bytes = std::slice::from_raw_parts(
-                    rb_sys::RSTRING_PTR(converted) as *const u8,
-                    rb_sys::RSTRING_LEN(converted) as usize,
-                );
-                return Some(bytes.to_vec());
+                return None;
             }
         }
     }
