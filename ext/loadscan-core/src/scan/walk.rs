@@ -109,6 +109,9 @@ impl Walk<'_> {
             out.problems.push(problem(ProblemKind::TooLarge, root.clone(), None));
             return (out, Vec::new());
         }
+        if let Some(hook) = &self.opts.before_list.0 {
+            hook(&path);
+        }
         let result = list(&path, |name, found| {
             digest = digest.wrapping_add(entry_digest(name, &found));
             match found {
@@ -207,14 +210,11 @@ pub fn scan_roots(roots: &[PathBuf], opts: &ScanOptions) -> Vec<Listing> {
         Walk { roots, opts, dirs_seen: roots.iter().map(|_| AtomicUsize::new(0)).collect(), keep: None, lazy: false };
     let initial: Vec<Job> =
         (0..roots.len()).rev().map(|root| Job { root, rel: Vec::new(), depth: 0, ancestors: Vec::new() }).collect();
-    match run_jobs(&walk, initial, roots.len(), opts.threads) {
-        Some(outputs) => assemble(roots, opts, outputs),
-        None => roots.iter().map(|r| failed(r, b"")).collect(),
-    }
+    assemble(roots, opts, run_jobs(&walk, initial, roots.len(), opts.threads))
 }
 
-/// A listing whose scan failed (a worker panicked) at `rel` of `root` (`b""`: the whole
-/// root): blind there, so Ruby answers for it.
+/// A listing whose scan failed at `rel` of `root` (`b""`: the whole root): blind there, so
+/// Ruby answers for it.
 fn failed(root: &Path, rel: &[u8]) -> Listing {
     let mut l = Listing::empty(root.to_path_buf(), RootState::Dir);
     l.blind.push(rel.to_vec());
@@ -235,7 +235,7 @@ pub fn list_deferred(root: &Path, rel: &[u8], opts: &ScanOptions) -> Listing {
     let walk = Walk { roots: &roots, opts, dirs_seen: vec![AtomicUsize::new(0)], keep: None, lazy: true };
     let depth = 1 + rel.iter().filter(|&&c| c == b'/').count();
     let job = Job { root: 0, rel: rel.to_vec(), depth, ancestors: Vec::new() };
-    let Some(outputs) = run_jobs(&walk, vec![job], 1, 1) else { return failed(root, rel) };
+    let outputs = run_jobs(&walk, vec![job], 1, 1);
     let mut listing = assemble(&roots, opts, outputs).pop().unwrap_or_else(|| failed(root, rel));
     listing.state = RootState::Dir;
     listing
@@ -297,7 +297,7 @@ pub fn refresh(old: &Listing, changed: &[Vec<u8>], opts: &ScanOptions) -> Listin
         keep: Some(&keep),
         lazy: false,
     };
-    let Some(outputs) = run_jobs(&walk, jobs, 1, opts.threads) else { return failed(&old.root, b"") };
+    let outputs = run_jobs(&walk, jobs, 1, opts.threads);
     if outputs.iter().any(|o| o.rel.is_empty() && matches!(o.state, Some(RootState::Missing | RootState::NotDir))) {
         return rescan_whole(old, opts);
     }
@@ -365,64 +365,105 @@ fn merge(old: &Listing, outputs: Vec<Output>, opts: &ScanOptions) -> Listing {
     listing
 }
 
-/// Runs the jobs (and the jobs they find) to completion; `None` if listing panicked anywhere,
-/// since the outputs would then be incomplete without saying where.
-fn run_jobs(walk: &Walk, initial: Vec<Job>, roots: usize, threads: usize) -> Option<Vec<Output>> {
+/// What listing a directory gives when listing it panicked (a bug, or an injected fault): a
+/// blind spot there, so Ruby answers for everything below it.
+fn panicked(walk: &Walk, root: usize, rel: Vec<u8>) -> Output {
+    let path = join(&walk.roots[root], &rel);
+    Output {
+        root,
+        children: Vec::new(),
+        gone: false,
+        dir: None,
+        files: Vec::new(),
+        blind: vec![rel.clone()],
+        deferred: Vec::new(),
+        problems: vec![ScanProblem { kind: ProblemKind::Failed, path, error: None }],
+        state: rel.is_empty().then_some(RootState::Dir),
+        rel,
+    }
+}
+
+/// Lists one directory; a panic blinds that directory and nothing else.
+fn run_one(walk: &Walk, job: Job) -> (Output, Vec<Job>) {
+    let (root, rel) = (job.root, job.rel.clone());
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| walk.run(job)))
+        .unwrap_or_else(|_| (panicked(walk, root, rel), Vec::new()))
+}
+
+/// Runs the jobs (and the jobs they find) to completion on up to `threads` threads, the
+/// calling one included. A thread that cannot be started (a process or pids limit) is simply
+/// not there: the others, down to the calling thread alone, do the work. A job that panics
+/// becomes a blind spot (see [`run_one`]); the queue's count of busy workers is kept right
+/// either way, so no worker waits forever.
+fn run_jobs(walk: &Walk, initial: Vec<Job>, roots: usize, threads: usize) -> Vec<Output> {
     let threads = threads.max(1).min(roots.max(1) * 64);
     if threads == 1 {
-        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut stack = initial;
-            let mut outs = Vec::new();
-            while let Some(job) = stack.pop() {
-                let (out, more) = walk.run(job);
-                outs.push(out);
-                stack.extend(more);
-            }
-            outs
-        }))
-        .ok();
+        let mut stack = initial;
+        let mut outs = Vec::new();
+        while let Some(job) = stack.pop() {
+            let (out, more) = run_one(walk, job);
+            outs.push(out);
+            stack.extend(more);
+        }
+        return outs;
     }
     let queue = Mutex::new(Queue { jobs: initial, busy: 0 });
     let ready = Condvar::new();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut outs = Vec::new();
-                    loop {
-                        let job = {
-                            let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-                            loop {
-                                if let Some(job) = q.jobs.pop() {
-                                    q.busy += 1;
-                                    break Some(job);
-                                }
-                                if q.busy == 0 {
-                                    break None;
-                                }
-                                q = ready.wait(q).unwrap_or_else(|p| p.into_inner());
-                            }
-                        };
-                        let Some(job) = job else {
-                            ready.notify_all();
-                            return outs;
-                        };
-                        let (out, more) = walk.run(job);
-                        outs.push(out);
-                        let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-                        q.busy -= 1;
-                        let wake = !more.is_empty() || q.busy == 0;
-                        q.jobs.extend(more);
-                        drop(q);
-                        if wake {
-                            ready.notify_all();
-                        }
+    let worker = || {
+        let mut outs = Vec::new();
+        loop {
+            let job = {
+                let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                loop {
+                    if let Some(job) = q.jobs.pop() {
+                        q.busy += 1;
+                        break Some(job);
                     }
-                })
-            })
-            .collect();
-        let parts: Result<Vec<Vec<Output>>, _> = handles.into_iter().map(|h| h.join()).collect();
-        parts.ok().map(|p| p.into_iter().flatten().collect())
+                    if q.busy == 0 {
+                        break None;
+                    }
+                    q = ready.wait(q).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            let Some(job) = job else {
+                ready.notify_all();
+                return outs;
+            };
+            let (out, more) = run_one(walk, job);
+            outs.push(out);
+            let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+            q.busy -= 1;
+            let wake = !more.is_empty() || q.busy == 0;
+            q.jobs.extend(more);
+            drop(q);
+            if wake {
+                ready.notify_all();
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        let mut handles = Vec::with_capacity(threads - 1);
+        for _ in 1..threads {
+            match std::thread::Builder::new().spawn_scoped(s, worker) {
+                Ok(h) => handles.push(h),
+                Err(_) => break,
+            }
+        }
+        let mut outs = worker();
+        for h in handles {
+            // A worker cannot panic (each job is caught); should one, its outputs are lost and
+            // the directories it listed stay unknown to the index only if nothing else names
+            // them, so the roots are marked failed below.
+            match h.join() {
+                Ok(part) => outs.extend(part),
+                Err(_) => {
+                    for root in 0..roots {
+                        outs.push(panicked(walk, root, Vec::new()));
+                    }
+                }
+            }
+        }
+        outs
     })
 }
 
