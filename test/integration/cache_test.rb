@@ -236,6 +236,37 @@ class CacheTest < Minitest::Test
     end
   end
 
+  # Docker and CI: the image build (root) writes the cache with `loadscan build`; the app's user
+  # (nobody) boots with LOADSCAN_READONLY=1 and is served every entry from it, with no warning
+  # and no write.
+  def test_a_cache_built_as_root_serves_another_user_read_only
+    skip "needs root to act as two users" unless Process.euid.zero?
+    Dir.mktmpdir("loadscan-image") do |top|
+      File.chmod(0o755, top)
+      dir = File.join(top, "app")
+      make_tree(dir, tree)
+      FileUtils.chmod_R("a+rX", dir)
+      backdate(dir)
+      lp = %W[#{dir}/e1 #{dir}/e2]
+      cache = File.join(top, "cache")
+      exe = File.join(Loadscan::TestSupport::ROOT, "exe", "loadscan")
+      out, err, status = Open3.capture3({ "LOADSCAN_CACHE_DIR" => cache, "RUBYOPT" => nil }, RbConfig.ruby, exe,
+                                        *lp.flat_map { |e| ["-I", e] }, "build")
+      assert status.success?, err
+      assert_match(/\Awritten /, out)
+      before = File.stat(File.join(cache, FILE))
+      assert_equal 0, before.uid
+      run = boot(lp, cache, env: { "LOADSCAN_READONLY" => "1" }, as_nobody: true) # quiet: no warning at all
+      stats = run.report["stats"]
+      assert_equal 0, stats[:roots_scanned], stats.inspect
+      assert_operator stats[:roots_from_cache], :>=, 2, stats.inspect
+      assert_equal 0, stats[:dirs_listed_lazily], stats.inspect
+      after = File.stat(File.join(cache, FILE))
+      assert_equal [before.mtime, before.ino], [after.mtime, after.ino], "the read-only boots never wrote"
+      assert_empty run.stderr
+    end
+  end
+
   # Runs a shell command as `user` (a name or a uid), as the test's `as_nobody:` boots do.
   def as_user(user, *cmd)
     system("setpriv", "--reuid=#{user}", "--regid=#{user == "nobody" ? "nogroup" : user}", "--clear-groups", *cmd,

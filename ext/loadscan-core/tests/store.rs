@@ -9,7 +9,7 @@ use loadscan_core::store::{
     bound_dead_roots, encode, load, write_atomic, CacheDir, DirError, LoadError, RootRecord, Snapshot, TrustPolicy,
     Validation, DEAD_ROOTS_MIN, MAX_FILE_LEN, RACY_NS,
 };
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 const ENV: &[u8] = b"test-env";
@@ -234,7 +234,7 @@ fn roots_off_the_load_path_are_pruned_after_a_while() {
 }
 
 #[test]
-fn files_are_trusted_only_when_owned_by_us_and_not_shared() {
+fn files_are_trusted_only_when_owned_by_us_or_root_and_not_shared() {
     let t = TempTree::new("trust");
     t.file("e/a.rb");
     let (_, bytes) = cold(&[t.path("e")], &policy(Validation::Mtime, vec![]), false);
@@ -243,8 +243,19 @@ fn files_are_trusted_only_when_owned_by_us_and_not_shared() {
     let meta = std::fs::metadata(&path).unwrap();
     let uid = meta.uid();
     assert!(load(&path, ENV, TrustPolicy { uid }).is_ok());
-    assert_eq!(meta.mode() & 0o777, 0o600);
-    assert!(matches!(load(&path, ENV, TrustPolicy { uid: uid + 1 }), Err(LoadError::Untrusted(_))));
+    assert_eq!(meta.mode() & 0o022, 0, "never writable by others");
+    // Readable as the umask allows (a cache built as root serves other users): as a file made
+    // with mode 0644 here.
+    let probe = t.path("probe");
+    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(&probe).unwrap();
+    assert_eq!(meta.mode() & 0o777, std::fs::metadata(&probe).unwrap().mode() & 0o777);
+    // Another user trusts a file only when root owns it (root can change anything anyway).
+    let other = load(&path, ENV, TrustPolicy { uid: uid + 1 });
+    if uid == 0 {
+        assert!(other.is_ok());
+    } else {
+        assert!(matches!(other, Err(LoadError::Untrusted(_))));
+    }
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
     assert!(matches!(load(&path, ENV, TrustPolicy { uid }), Err(LoadError::Untrusted(_))));
     assert!(matches!(load(&path, b"other-env", TrustPolicy { uid }), Err(LoadError::Untrusted(_))));

@@ -45,7 +45,7 @@ pub const MAX_FILE_LEN: u64 = 256 << 20;
 /// Who may have written a cache file we trust.
 #[derive(Clone, Copy, Debug)]
 pub struct TrustPolicy {
-    /// The effective uid of this process: the file must be owned by it.
+    /// The effective uid of this process: the file must be owned by it (or by root).
     pub uid: u32,
 }
 
@@ -246,15 +246,21 @@ fn dir_refusal(shown: &Path, uid: u32, mode: u32, euid: u32) -> Option<String> {
     None
 }
 
+/// Whether a cache file with this owner and mode may be read by `euid`: its own, or root's (a
+/// cache built as root — a Docker image layer — served read-only to the app's user; root can
+/// change anything anyway, so trusting its file adds nothing an attacker could use).
 fn file_refusal(uid: u32, mode: u32, euid: u32) -> Option<LoadError> {
-    if uid != euid {
-        return Some(LoadError::Untrusted(format!("owned by uid {uid}, not {euid}")));
+    if uid != 0 && uid != euid {
+        return Some(LoadError::Untrusted(format!("owned by uid {uid}, not by root or uid {euid}")));
     }
     if mode & 0o022 != 0 {
         return Some(LoadError::Untrusted(format!("writable by group or others (mode {:o})", mode & 0o777)));
     }
     None
 }
+
+/// The mode a new cache file is created with (before the umask).
+const CACHE_MODE: u32 = 0o644;
 
 /// Stale temp files are those of killed writers, older than this.
 const STALE_TEMP: Duration = Duration::from_secs(600);
@@ -409,9 +415,11 @@ mod sys {
         }
     }
 
+    /// Readable by others (subject to the umask): a cache holds names from the load path, no
+    /// secrets, and a cache built as root must be readable by the app's user (Docker images).
     pub(super) fn create_new(dir: &CacheDir, name: &str) -> io::Result<File> {
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        Ok(File::from(openat(&dir.fd, name, flags, Mode::from_raw_mode(0o600))?))
+        Ok(File::from(openat(&dir.fd, name, flags, Mode::from_raw_mode(CACHE_MODE))?))
     }
 
     /// Whether `name` may be replaced: absent, or a loadscan cache of this user.
@@ -553,7 +561,7 @@ mod portable {
 
     pub(super) fn create_new(dir: &CacheDir, name: &str) -> io::Result<File> {
         // O_CREAT | O_EXCL never follows a symlink.
-        OpenOptions::new().write(true).create_new(true).mode(0o600).open(dir.path.join(name))
+        OpenOptions::new().write(true).create_new(true).mode(CACHE_MODE).open(dir.path.join(name))
     }
 
     pub(super) fn replaceable(dir: &CacheDir, name: &str) -> io::Result<bool> {
