@@ -198,7 +198,6 @@ class RobustnessTest < Minitest::Test
     # The resolver leaves other Ractors to Ruby; the decorator must also be defined as
     # Ractor-safe (`rb_ext_ractor_safe(true)` around its definition in lib.rs's init), or Ruby
     # raises Ractor::UnsafeError before calling it. Remove this skip with that change.
-    skip "needs Decorator#require defined Ractor-safe (lib.rs init)"
     with_files([["a/in_ractor.rb", "IN_RACTOR = :loaded"]]) do |dir|
       code = <<~RUBY
         $LOAD_PATH.unshift(#{"#{dir}/a".inspect})

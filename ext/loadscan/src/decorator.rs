@@ -61,7 +61,7 @@ pub fn require(ruby: &Ruby, rb_self: Value, feature: Value) -> Result<Value, Err
         resolver::count_deferred(Reason::NotString);
         return c_require(rb_self, feature);
     };
-    let answer = resolver::resolve(&bytes);
+    let answer = resolver::try_resolve(&bytes)?;
     report_problems(ruby);
     match answer {
         Resolved::Path(p) => {
@@ -94,7 +94,7 @@ pub fn resolve_feature_path(ruby: &Ruby, rb_self: Value, feature: Value) -> Resu
         unsafe { Value::from_raw(path) }
     };
     if let Some(bytes) = string_bytes(feature) {
-        let answer = resolver::feature_path(&bytes);
+        let answer = resolver::try_feature_path(&bytes)?;
         report_problems(ruby);
         match answer {
             Ok(Some((kind, p))) => {

@@ -131,7 +131,7 @@ pub(crate) fn report_problems(ruby: &Ruby) {
 /// layer in front of loadscan does anything with it (RubyGems retries only its own path).
 fn resolve(ruby: &Ruby, feature: Value) -> Result<Value, Error> {
     let answer = match string_bytes(feature) {
-        Some(bytes) => match resolver::resolve(&bytes) {
+        Some(bytes) => match resolver::try_resolve(&bytes)? {
             resolver::Resolved::Path(p) => path_string(ruby, &p, feature).as_value(),
             resolver::Resolved::Loaded => ruby.qfalse().as_value(),
             resolver::Resolved::Defer(_) | resolver::Resolved::Missing => ruby.qnil().as_value(),
@@ -148,17 +148,17 @@ fn resolve(ruby: &Ruby, feature: Value) -> Result<Value, Error> {
     Ok(answer)
 }
 
-fn lookup(ruby: &Ruby, feature: Value) -> Value {
+fn lookup(ruby: &Ruby, feature: Value) -> Result<Value, Error> {
     let answer = match string_bytes(feature) {
-        Some(bytes) => resolver::lookup(&bytes),
+        Some(bytes) => resolver::try_lookup(&bytes)?,
         None => Answer::Unknown,
     };
     report_problems(ruby);
-    match answer {
+    Ok(match answer {
         Answer::Path(p) => path_string(ruby, &p, feature).as_value(),
         Answer::Missing => ruby.to_symbol("missing").as_value(),
         Answer::Unknown => ruby.to_symbol("unknown").as_value(),
-    }
+    })
 }
 
 fn sync(ruby: &Ruby) -> Option<usize> {
@@ -272,7 +272,12 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("explain", function!(explain, 1))?;
     native.define_module_function("stems", function!(stems, 0))?;
     let decorator = native.define_module("Decorator")?;
-    decorator.define_method("require", magnus::method!(decorator::require, 1))?;
+    // Ractor-safe: called in any Ractor, it serves only the one that started loadscan and sends
+    // the others to Ruby's own require (resolver.rs).
+    unsafe { rb_sys::rb_ext_ractor_safe(true) };
+    let defined = decorator.define_method("require", magnus::method!(decorator::require, 1));
+    unsafe { rb_sys::rb_ext_ractor_safe(false) };
+    defined?;
     decorator.define_method("resolve_feature_path", magnus::method!(decorator::resolve_feature_path, 1))?;
     let probe = ruby.str_from_slice(resolver::PROBE);
     probe.freeze();

@@ -317,12 +317,7 @@ fn in_main_ractor() -> bool {
 }
 
 /// The index's answer for `feature`, ignoring `$LOADED_FEATURES` (what
-/// `$LOAD_PATH.resolve_feature_path` computes).
-pub fn lookup(feature: &[u8]) -> Answer {
-    try_lookup(feature).unwrap_or_else(|e| raise_now(e))
-}
-
-/// [`lookup`], with what Ruby raised meanwhile as an `Err`.
+/// `$LOAD_PATH.resolve_feature_path` computes); what Ruby raised meanwhile as an `Err`.
 pub fn try_lookup(feature: &[u8]) -> Result<Answer, Error> {
     let answer = try_synced(|s| {
         let Some(q) = s.index.parse(feature) else { return Answer::Unknown };
@@ -452,12 +447,9 @@ fn with_cstr<R>(bytes: &[u8], f: impl FnOnce(*const std::os::raw::c_char) -> R) 
 /// A bare feature being loaded right now (by this or another thread) is required by its indexed
 /// path, where Ruby waits or warns about the circular require exactly as after its own search;
 /// with an extension, Ruby takes the loading path itself (no search), so it goes to Ruby.
-pub fn resolve(feature: &[u8]) -> Resolved {
-    try_resolve(feature).unwrap_or_else(|e| raise_now(e))
-}
-
-/// [`resolve`], with what Ruby raised meanwhile (an entry's `to_path`, an interrupt) as an
-/// `Err` for the caller to raise.
+///
+/// What Ruby raised meanwhile (an entry's `to_path`, an interrupt) comes back as an `Err` for
+/// the caller to raise once its own frames are done.
 pub fn try_resolve(feature: &[u8]) -> Result<Resolved, Error> {
     if feature == PROBE {
         PROBES.fetch_add(1, Ordering::Relaxed);
@@ -512,11 +504,15 @@ fn resolve_uncounted(feature: &[u8]) -> Result<Resolved, Error> {
     })
 }
 
+/// A file and its kind, `None` for a sure miss, or `Err(())`: Ruby's own search must answer.
+pub type FeaturePath = Result<Option<(Kind, Vec<u8>)>, ()>;
+
 /// The index's answer to `$LOAD_PATH.resolve_feature_path(feature)` (which ignores
 /// `$LOADED_FEATURES`): the file and its kind, `Ok(None)` for a miss the index is sure of (see
-/// `Index::confirm_missing`), or `Err(())` when Ruby's own search must answer.
-pub fn feature_path(feature: &[u8]) -> Result<Option<(Kind, Vec<u8>)>, ()> {
-    with_synced(|s| {
+/// `Index::confirm_missing`), or `Err(())` when Ruby's own search must answer; what Ruby raised
+/// meanwhile as the outer `Err`.
+pub fn try_feature_path(feature: &[u8]) -> Result<FeaturePath, Error> {
+    let answer = try_synced(|s| {
         let q = s.index.parse(feature).ok_or(())?;
         let located = locate(&mut s.index, &q);
         s.absorb_lazy();
@@ -525,8 +521,8 @@ pub fn feature_path(feature: &[u8]) -> Result<Option<(Kind, Vec<u8>)>, ()> {
             Located::Missing if without_gvl(|| s.index.confirm_missing(&q.stem)) => Ok(None),
             Located::Missing | Located::Unknown => Err(()),
         }
-    })
-    .unwrap_or(Err(()))
+    })?;
+    Ok(answer.unwrap_or(Err(())))
 }
 
 /// How many times `PROBE` reached `resolve` in this process.
