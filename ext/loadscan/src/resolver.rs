@@ -253,6 +253,22 @@ impl State {
         }
     }
 
+    /// Where `feature` is, as Ruby's search would find it now: its file, `None` for a miss the
+    /// index is sure of (every volatile root asked, `Index::confirm_missing`), or why Ruby's own
+    /// search must answer. The one lookup behind `require`, `resolve_feature_path` and `lookup`.
+    fn find(&mut self, feature: &[u8]) -> Result<(Want, Option<Found>), Reason> {
+        let q = self.index.parse(feature).ok_or(Reason::NotFeature)?;
+        let located = locate(&mut self.index, &q);
+        self.absorb_lazy();
+        let index = &self.index;
+        match located {
+            Located::Found(root, kind) => Ok((q.want, Some((index.path_of(root, &q.stem, kind), kind)))),
+            Located::Missing if without_gvl(|| index.confirm_missing(&q.stem)) => Ok((q.want, None)),
+            Located::Missing => Err(Reason::Missing),
+            Located::Unknown => Err(Reason::BlindSpot),
+        }
+    }
+
     /// Takes what lazy listings during the last lookup worked around.
     fn absorb_lazy(&mut self) {
         let problems = self.index.take_problems();
@@ -282,9 +298,9 @@ fn try_synced<T>(f: impl FnOnce(&mut State) -> T) -> Result<Option<T>, Error> {
     result
 }
 
-/// [`try_synced`] for callers that return no `Result` (the binding's older entry points): the
-/// error is raised here, once the lock is released; it unwinds only through the caller's
-/// frames, which hold none of loadscan's state.
+/// [`try_synced`] for the introspection entry points (`sync`, `explain`, `stems`), which return
+/// no `Result`: the error is raised here, once the lock is released; it unwinds only through the
+/// caller's frames, which hold none of loadscan's state.
 fn with_synced<T>(f: impl FnOnce(&mut State) -> T) -> Option<T> {
     try_synced(f).unwrap_or_else(|e| raise_now(e))
 }
@@ -319,17 +335,11 @@ fn in_main_ractor() -> bool {
 /// The index's answer for `feature`, ignoring `$LOADED_FEATURES` (what
 /// `$LOAD_PATH.resolve_feature_path` computes); what Ruby raised meanwhile as an `Err`.
 pub fn try_lookup(feature: &[u8]) -> Result<Answer, Error> {
-    let answer = try_synced(|s| {
-        let Some(q) = s.index.parse(feature) else { return Answer::Unknown };
-        let answer = match locate(&mut s.index, &q) {
-            Located::Found(root, kind) => Answer::Path(s.index.path_of(root, &q.stem, kind)),
-            Located::Missing => Answer::Missing,
-            Located::Unknown => Answer::Unknown,
-        };
-        s.absorb_lazy();
-        answer
-    })?;
-    Ok(answer.unwrap_or(Answer::Unknown))
+    Ok(match try_synced(|s| s.find(feature))? {
+        Some(Ok((_, Some((path, _))))) => Answer::Path(path),
+        Some(Ok((_, None)) | Err(Reason::Missing)) => Answer::Missing,
+        _ => Answer::Unknown,
+    })
 }
 
 /// What `require(feature)` should do now.
@@ -469,24 +479,11 @@ pub fn try_resolve(feature: &[u8]) -> Result<Resolved, Error> {
 }
 
 fn resolve_uncounted(feature: &[u8]) -> Result<Resolved, Error> {
-    let found = try_synced(|s| {
-        let q = s.index.parse(feature).ok_or(Reason::NotFeature)?;
-        let located = locate(&mut s.index, &q);
-        s.absorb_lazy();
-        let path = match located {
-            Located::Found(root, kind) => Some((s.index.path_of(root, &q.stem, kind), kind)),
-            Located::Missing if without_gvl(|| s.index.confirm_missing(&q.stem)) => None,
-            Located::Missing => return Err(Reason::Missing),
-            Located::Unknown => return Err(Reason::BlindSpot),
-        };
-        Ok((q.want, path))
-    })?;
-    let (want, path) = match found {
+    let (want, path) = match try_synced(|s| s.find(feature))? {
         Some(Ok(found)) => found,
         Some(Err(reason)) => return Ok(Resolved::Defer(reason)),
         None => return Ok(Resolved::Defer(Reason::Unavailable)),
     };
-    let provided_path = |p: &[u8]| provided(p);
     Ok(match (provided(feature)?, want, path) {
         (Some(false), _, Some((p, _))) => Resolved::Path(p),
         (Some(false), _, None) => Resolved::Missing,
@@ -497,12 +494,13 @@ fn resolve_uncounted(feature: &[u8]) -> Result<Resolved, Error> {
         (None, Want::Bare, Some((p, _))) => Resolved::Path(p),
         (Some(true), Want::Rb | Want::Ext, _) => Resolved::Loaded,
         (Some(true), Want::Bare, None) => Resolved::Loaded,
-        (Some(true), Want::Bare, Some((p, Kind::Rb | Kind::Ext))) if provided_path(&p)? == Some(true) => {
-            Resolved::Loaded
-        }
+        (Some(true), Want::Bare, Some((p, Kind::Rb | Kind::Ext))) if provided(&p)? == Some(true) => Resolved::Loaded,
         _ => Resolved::Defer(Reason::Loaded),
     })
 }
+
+/// The absolute path of the file `require` would load, and its kind.
+type Found = (Vec<u8>, Kind);
 
 /// A file and its kind, `None` for a sure miss, or `Err(())`: Ruby's own search must answer.
 pub type FeaturePath = Result<Option<(Kind, Vec<u8>)>, ()>;
@@ -512,17 +510,10 @@ pub type FeaturePath = Result<Option<(Kind, Vec<u8>)>, ()>;
 /// `Index::confirm_missing`), or `Err(())` when Ruby's own search must answer; what Ruby raised
 /// meanwhile as the outer `Err`.
 pub fn try_feature_path(feature: &[u8]) -> Result<FeaturePath, Error> {
-    let answer = try_synced(|s| {
-        let q = s.index.parse(feature).ok_or(())?;
-        let located = locate(&mut s.index, &q);
-        s.absorb_lazy();
-        match located {
-            Located::Found(root, kind) => Ok(Some((kind, s.index.path_of(root, &q.stem, kind)))),
-            Located::Missing if without_gvl(|| s.index.confirm_missing(&q.stem)) => Ok(None),
-            Located::Missing | Located::Unknown => Err(()),
-        }
-    })?;
-    Ok(answer.unwrap_or(Err(())))
+    Ok(match try_synced(|s| s.find(feature))? {
+        Some(Ok((_, found))) => Ok(found.map(|(path, kind)| (kind, path))),
+        _ => Err(()),
+    })
 }
 
 /// How many times `PROBE` reached `resolve` in this process.
