@@ -32,7 +32,9 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::format::{HEADER_LEN, MAGIC};
+use super::error::{DirError, LoadError};
+use super::format::MAGIC;
+use super::layout::header;
 use super::snapshot::{check_header, Snapshot};
 
 /// The largest cache file loadscan reads. The file is read whole into memory, so its size is
@@ -47,60 +49,6 @@ pub const MAX_FILE_LEN: u64 = 256 << 20;
 pub struct TrustPolicy {
     /// The effective uid of this process: the file must be owned by it (or by root).
     pub uid: u32,
-}
-
-/// Why a cache file was not used. Every variant but `Missing` deserves a warning.
-#[derive(Debug)]
-pub enum LoadError {
-    /// There is no cache file yet.
-    Missing,
-    /// A file from another format, Ruby or loadscan version.
-    Stale(&'static str),
-    /// Damaged: truncated, wrong magic, bad checksum, inconsistent sections, too big.
-    Corrupt(&'static str),
-    /// Not a regular file (a directory, fifo, symlink…).
-    NotAFile,
-    /// Owned by someone else, or writable by group or others (the file or its directory).
-    Untrusted(String),
-    /// The file could not be read.
-    Io(io::Error),
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LoadError::Missing => write!(f, "no cache yet"),
-            LoadError::Stale(why) => write!(f, "outdated cache ({why})"),
-            LoadError::Corrupt(why) => write!(f, "corrupt cache ({why})"),
-            LoadError::NotAFile => write!(f, "cache path is not a regular file"),
-            LoadError::Untrusted(why) => write!(f, "untrusted cache ({why})"),
-            LoadError::Io(e) => write!(f, "cache unreadable ({e})"),
-        }
-    }
-}
-
-/// Why a cache directory is not used.
-#[derive(Debug)]
-pub enum DirError {
-    /// Unsafe to use (see the module docs): the reason.
-    Refused(String),
-    /// It could not be opened or created.
-    Io(io::Error),
-}
-
-impl fmt::Display for DirError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DirError::Refused(why) => write!(f, "{why}"),
-            DirError::Io(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl From<io::Error> for DirError {
-    fn from(e: io::Error) -> Self {
-        DirError::Io(e)
-    }
 }
 
 /// An opened, checked cache directory.
@@ -129,26 +77,21 @@ impl CacheDir {
         sys::open(path, euid, true)?.ok_or_else(|| DirError::Io(io::ErrorKind::NotFound.into()))
     }
 
-    /// The directory as it was named.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Loads and checks the cache file `name` for the environment key `env`.
     pub fn load(&self, name: &str, env: &[u8]) -> Result<Snapshot, LoadError> {
         let mut file = sys::open_file(self, name)?;
         let len = file.metadata().map_err(LoadError::Io)?.len();
-        let mut header = [0u8; HEADER_LEN];
+        let mut head = [0u8; header::LEN];
         let mut got = 0;
-        while got < HEADER_LEN {
-            match file.read(&mut header[got..]) {
+        while got < header::LEN {
+            match file.read(&mut head[got..]) {
                 Ok(0) => return Err(LoadError::Corrupt("not a loadscan cache (bad magic or too short)")),
                 Ok(n) => got += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(LoadError::Io(e)),
             }
         }
-        check_header(&header, len)?;
+        check_header(&head, len)?;
         if len > MAX_FILE_LEN {
             return Err(LoadError::Corrupt("larger than a cache can be (256 MiB)"));
         }
