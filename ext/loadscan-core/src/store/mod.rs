@@ -41,6 +41,7 @@
 //! record's fields are placed once, in `layout.rs`, for both the writer and the reader.
 
 mod buffer;
+mod cache_dir;
 mod error;
 mod file;
 mod format;
@@ -49,8 +50,9 @@ mod snapshot;
 mod validate;
 
 pub use buffer::Bytes;
+pub use cache_dir::CacheDir;
 pub use error::{DirError, LoadError};
-pub use file::{load, write_atomic, CacheDir, TrustPolicy, MAX_FILE_LEN};
+pub use file::{load, write_atomic, TrustPolicy, MAX_FILE_LEN};
 pub use format::{bound_dead_roots, encode, RootRecord, DEAD_ROOTS_MIN, FORMAT_VERSION};
 pub use snapshot::{RootView, Snapshot};
 pub(crate) use validate::changed;
