@@ -209,7 +209,7 @@ mod sys {
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_uid != dir.euid {
             return Ok(false);
         }
-        let mut magic = [0u8; 8];
+        let mut magic = [0u8; MAGIC.len()];
         Ok(st.st_size == 0 || (file.read_exact(&mut magic).is_ok() && &magic == MAGIC))
     }
 
@@ -290,7 +290,7 @@ mod portable {
             Err(LoadError::Io(e)) => Err(e),
             Err(_) => Ok(false),
             Ok(mut f) => {
-                let mut magic = [0u8; 8];
+                let mut magic = [0u8; MAGIC.len()];
                 Ok(f.metadata()?.len() == 0 || (f.read_exact(&mut magic).is_ok() && &magic == MAGIC))
             }
         }
