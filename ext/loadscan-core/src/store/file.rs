@@ -1,6 +1,7 @@
-//! Reading and writing the cache file safely.
+//! Reading and writing the cache file safely, in a [`CacheDir`] (opened and checked by
+//! `cache_dir.rs`).
 //!
-//! Inside it, loadscan only ever touches names of its own (the cache file, `loadscan.cache`,
+//! Inside that directory, loadscan only ever touches names of its own (the cache file, `loadscan.cache`,
 //! and its temp files), relative to the directory's fd (`openat`, `renameat`, `unlinkat`), never
 //! follows a symlink (`O_NOFOLLOW`), never blocks on a fifo (`O_NONBLOCK`), and never replaces
 //! a file that is not a loadscan cache owned by the current user.
