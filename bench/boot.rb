@@ -47,7 +47,7 @@ module Bench
         prepare = nil
         case v
         when "bootsnap"
-          env = bootsnap_env(dir)
+          env = Fixtures.bootsnap_env(dir)
         when "loadscan"
           env = { "BOOT_PRELUDE" => Fixtures.prelude("loadscan"), "LOADSCAN_CACHE_DIR" => dir }
           env["LOADSCAN_VALIDATE"] = "listing" if state == "checkout"
@@ -80,17 +80,13 @@ module Bench
       end
     end
 
-    def bootsnap_env(dir)
-      { "BOOT_PRELUDE" => Fixtures.prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => dir }
-    end
-
     # Bootsnap with a cache filled by the warm-up round and then kept: run in the cold block, so
     # that cold loadscan against warm Bootsnap is paired within the same rounds.
     def bootsnap_warm(fx, cache, argv)
       dir = File.join(cache, "bootsnap-warmref")
       FileUtils.rm_rf(dir)
       FileUtils.mkdir_p(dir)
-      Variant.new(name: "bootsnap_warm", argv: argv, env: Fixtures.gem_env(fx).merge(bootsnap_env(dir)))
+      Variant.new(name: "bootsnap_warm", argv: argv, env: Fixtures.gem_env(fx).merge(Fixtures.bootsnap_env(dir)))
     end
 
     # `only`: the variants to run (nil: all); ratios against a variant left out are not shown.

@@ -15,6 +15,7 @@
 # (`Loadscan.setup` + first `lookup`, revalidation included).
 require "optparse"
 require_relative "support/runner"
+require_relative "support/fixtures"
 
 opts = { sizes: [5_000, 50_000, 200_000], reps: 7 }
 OptionParser.new do |o|
@@ -68,7 +69,7 @@ opts[:sizes].each do |n|
   snap = File.join(dir, "bootsnap-cache")
   FileUtils.rm_rf([cache, snap])
   gem_env = { "GEM_PATH" => [File.join(dir, "gems"), *Gem.path].join(File::PATH_SEPARATOR),
-              "LOADSCAN_CACHE_DIR" => cache, "RUBYOPT" => nil }
+              "LOADSCAN_CACHE_DIR" => cache, "BENCH_BOOTSNAP_DIR" => snap, "RUBYOPT" => nil }
   lib = File.join(ROOT, "lib")
   lp = "$LOAD_PATH.unshift(*#{roots.inspect})"
   # Every directory listed up front (LOADSCAN_LAZY=0), so the cache holds all N features: a lazy
@@ -87,8 +88,8 @@ opts[:sizes].each do |n|
   load_us = Stats.median(lines.map { |l| (l[0] + l[1]) / 1000.0 })
   fresh_us = (lines.first[0] + lines.first[1]) / 1000.0 # the first rep: a fresh process's page faults
 
-  boot_snap = "require 'bootsnap'; Bootsnap.setup(cache_dir: #{snap.inspect}, development_mode: false, load_path_cache: true, " \
-              "compile_cache_iseq: false, compile_cache_yaml: false, compile_cache_json: false)"
+  # Bootsnap set up as the boot benchmarks do it (bench/preludes/bootsnap.rb, cache in BENCH_BOOTSNAP_DIR).
+  boot_snap = "load #{Fixtures.prelude("bootsnap").inspect}"
   CacheBench.ruby(gem_env, "#{lp}; #{boot_snap}; Bootsnap::LoadPathCache.load_path_cache.find('x')")
   store = File.join(snap, "bootsnap", "load-path-cache")
   store = Dir[File.join(snap, "**", "load-path-cache")].first unless File.exist?(store)

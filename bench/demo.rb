@@ -23,8 +23,7 @@ bs_warm = File.join(cache, "bootsnap-warm")
 argv = [RUBY, fx[:boot]]
 variants = [Variant.new(name: "stock Ruby", env: {}, argv: argv)]
 if Fixtures.bootsnap?(fx)
-  variants << Variant.new(name: "Bootsnap (warm)", argv: argv,
-                          env: { "BOOT_PRELUDE" => Fixtures.prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => bs_warm })
+  variants << Variant.new(name: "Bootsnap (warm)", argv: argv, env: Fixtures.bootsnap_env(bs_warm))
 end
 variants << Variant.new(name: "loadscan (cold)", argv: argv,
                         env: { "BOOT_PRELUDE" => Fixtures.prelude("loadscan"), "LOADSCAN_CACHE_DIR" => ls_cold },

@@ -23,7 +23,7 @@ end.parse!
 
 fx = Bench::Fixtures.ensure(opts[:fixture])
 map = Marshal.load(File.binread(Bench::Fixtures.ensure_oracle(fx)))
-manifest = Marshal.load(File.binread(Dir[File.join(fx[:root], "{app,debian_tree}.marshal")].first))
+manifest = Bench::Fixtures.manifest(fx)
 (manifest[:removed_prefixes] || []).each do |pre|
   $LOAD_PATH.reject! { |e| (s = e.to_s) == pre || s.start_with?("#{pre}/") }
 end

@@ -46,9 +46,8 @@ module Bench
     end
 
     def roots_file(fx)
-      m = Marshal.load(File.binread(Dir[File.join(fx[:root], "{app,debian_tree}.marshal")].first))
       path = File.join(OUT_DIR, "roots-#{fx[:name]}.txt")
-      File.write(path, m[:load_path].join("\n") + "\n")
+      File.write(path, Fixtures.manifest(fx)[:load_path].join("\n") + "\n")
       path
     end
 

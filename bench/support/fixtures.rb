@@ -52,6 +52,19 @@ module Bench
 
     def ruby_stamp = "#{RUBY} #{RUBY_DESCRIPTION}"
 
+    # A fixture's manifest as its generator wrote it (read once per process):
+    # - :tree, app.marshal (fixtures/app.rb) or debian_tree.marshal (fixtures/debian_tree.rb):
+    #   {load_path: [the dirs boot.rb puts in front], removed_prefixes: [dirs it drops], …};
+    # - :bundle, bundle.marshal (fixtures/bundle.rb): {env: {"BUNDLE_GEMFILE" => …}, gem_dirs:, …}.
+    def manifest(fx, kind = :tree)
+      glob = { tree: "{app,debian_tree}.marshal", bundle: "bundle.marshal" }.fetch(kind)
+      @manifests ||= {}
+      @manifests[[fx[:root], kind]] ||= begin
+        path = Dir[File.join(fx[:root], glob)].first or raise "fixture #{fx[:name]}: no #{glob} in #{fx[:root]}"
+        Marshal.load(File.binread(path)) # rubocop:disable Security/MarshalLoad
+      end
+    end
+
     # Whether Bootsnap's prelude can run on this fixture: under Bundler, only when the Gemfile
     # has it (fixtures/bundle.rb adds it when this Ruby has it installed: Debian's, not 3.3's).
     def bootsnap?(fx)
@@ -87,14 +100,17 @@ module Bench
 
     def prelude(name) = File.join(PRELUDES, "#{name}.rb")
 
+    # The environment of a boot with Bootsnap's load-path cache in `dir` (its setup arguments are
+    # in bench/preludes/bootsnap.rb, the one place they are written).
+    def bootsnap_env(dir) = { "BOOT_PRELUDE" => prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => dir }
+
     # The fixture's gems are installed gems: on GEM_PATH, so Bootsnap and loadscan both treat
     # them as stable (one check per entry, not per directory). A Bundler fixture boots with the
     # environment it was locked with (BUNDLE_GEMFILE, GEM_HOME = its gem home, GEM_PATH = that +
     # Ruby's own gem dirs); the others have their gem dirs put on GEM_PATH.
     def gem_env(fx)
       if fx[:bundler]
-        @bundle_env ||= {}
-        @bundle_env[fx[:root]] ||= Marshal.load(File.binread(File.join(fx[:root], "bundle.marshal")))[:env] # rubocop:disable Security/MarshalLoad
+        manifest(fx, :bundle)[:env]
       else
         { "GEM_PATH" => [fx[:gems], *Gem.path].join(File::PATH_SEPARATOR) }
       end

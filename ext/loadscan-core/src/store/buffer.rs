@@ -38,7 +38,6 @@ impl Deref for Bytes {
     }
 }
 
-const PAGE: usize = 4096;
 /// Files from this size on are read into a prefaulted mapping.
 const MAPPED_FROM: usize = 256 << 10;
 
@@ -69,7 +68,6 @@ pub fn read_all(file: &mut File, len: usize) -> io::Result<Bytes> {
 pub struct Mapping {
     ptr: *mut u8,
     len: usize,
-    cap: usize,
 }
 
 // SAFETY: the mapping is owned exclusively by this value (like a Box<[u8]>).
@@ -82,15 +80,15 @@ unsafe impl Sync for Mapping {}
 impl Mapping {
     fn new(len: usize) -> io::Result<Mapping> {
         use rustix::mm::{mmap_anonymous, MapFlags, ProtFlags};
-        let cap = len.div_ceil(PAGE) * PAGE;
+        // The kernel maps whole pages (the last one zero-filled past `len`) and unmaps them all.
         // SAFETY: a fresh private anonymous mapping, not aliased by anything else.
         let flags = MapFlags::PRIVATE | MapFlags::POPULATE;
-        let ptr = unsafe { mmap_anonymous(std::ptr::null_mut(), cap, ProtFlags::READ | ProtFlags::WRITE, flags)? };
-        Ok(Mapping { ptr: ptr.cast(), len, cap })
+        let ptr = unsafe { mmap_anonymous(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, flags)? };
+        Ok(Mapping { ptr: ptr.cast(), len })
     }
 
     fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` is valid for `cap >= len` bytes for the life of `self`.
+        // SAFETY: `ptr` is valid for `len` bytes for the life of `self`.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
@@ -104,6 +102,6 @@ impl Mapping {
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: unmapping exactly the region mapped in `new`, once.
-        let _ = unsafe { rustix::mm::munmap(self.ptr.cast(), self.cap) };
+        let _ = unsafe { rustix::mm::munmap(self.ptr.cast(), self.len) };
     }
 }

@@ -1,16 +1,7 @@
-//! Reading and writing the cache file safely.
+//! Reading and writing the cache file safely, in a [`CacheDir`] (opened and checked by
+//! `cache_dir.rs`).
 //!
-//! The cache directory is opened once per use through directory file descriptors, as careful
-//! tools do (ssh's `StrictModes`, git's `safe.directory`): every directory on the way to it,
-//! and the cache directory itself, must be owned by root or by the current user and not
-//! writable by group or others unless sticky (as `/tmp` is); a symlink on the way must be owned
-//! by root or the current user too, and the cache directory's own last component is never
-//! followed. Anything else is refused: the boot then runs without a cache. Without these
-//! checks, another user who can create a directory or a symlink on the way (`/tmp/cache`, the
-//! default for a program run from `/`) could make loadscan read and overwrite a file of the
-//! victim's choosing.
-//!
-//! Inside it, loadscan only ever touches names of its own (the cache file, `loadscan.cache`,
+//! Inside that directory, loadscan only ever touches names of its own (the cache file, `loadscan.cache`,
 //! and its temp files), relative to the directory's fd (`openat`, `renameat`, `unlinkat`), never
 //! follows a symlink (`O_NOFOLLOW`), never blocks on a fifo (`O_NONBLOCK`), and never replaces
 //! a file that is not a loadscan cache owned by the current user.
@@ -27,12 +18,15 @@
 //! torn: the reader then rejects it by its length and CRC32 (one warning, one rescan), so a
 //! crash costs one slow boot, never a wrong answer. A cache is a cache.
 
-use std::fmt;
+use rustix::fs::Mode;
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::format::{HEADER_LEN, MAGIC};
+use super::cache_dir::{trusted_owner, CacheDir};
+use super::error::{DirError, LoadError};
+use super::format::MAGIC;
+use super::layout::header;
 use super::snapshot::{check_header, Snapshot};
 
 /// The largest cache file loadscan reads. The file is read whole into memory, so its size is
@@ -49,106 +43,22 @@ pub struct TrustPolicy {
     pub uid: u32,
 }
 
-/// Why a cache file was not used. Every variant but `Missing` deserves a warning.
-#[derive(Debug)]
-pub enum LoadError {
-    /// There is no cache file yet.
-    Missing,
-    /// A file from another format, Ruby or loadscan version.
-    Stale(&'static str),
-    /// Damaged: truncated, wrong magic, bad checksum, inconsistent sections, too big.
-    Corrupt(&'static str),
-    /// Not a regular file (a directory, fifo, symlink…).
-    NotAFile,
-    /// Owned by someone else, or writable by group or others (the file or its directory).
-    Untrusted(String),
-    /// The file could not be read.
-    Io(io::Error),
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LoadError::Missing => write!(f, "no cache yet"),
-            LoadError::Stale(why) => write!(f, "outdated cache ({why})"),
-            LoadError::Corrupt(why) => write!(f, "corrupt cache ({why})"),
-            LoadError::NotAFile => write!(f, "cache path is not a regular file"),
-            LoadError::Untrusted(why) => write!(f, "untrusted cache ({why})"),
-            LoadError::Io(e) => write!(f, "cache unreadable ({e})"),
-        }
-    }
-}
-
-/// Why a cache directory is not used.
-#[derive(Debug)]
-pub enum DirError {
-    /// Unsafe to use (see the module docs): the reason.
-    Refused(String),
-    /// It could not be opened or created.
-    Io(io::Error),
-}
-
-impl fmt::Display for DirError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DirError::Refused(why) => write!(f, "{why}"),
-            DirError::Io(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl From<io::Error> for DirError {
-    fn from(e: io::Error) -> Self {
-        DirError::Io(e)
-    }
-}
-
-/// An opened, checked cache directory.
-pub struct CacheDir {
-    path: PathBuf,
-    euid: u32,
-    #[cfg(target_os = "linux")]
-    fd: std::os::fd::OwnedFd,
-}
-
-impl fmt::Debug for CacheDir {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CacheDir").field("path", &self.path).finish()
-    }
-}
-
 impl CacheDir {
-    /// Opens the cache directory `path` for the user `euid`: `Ok(None)` when it does not exist
-    /// yet (everything above it that exists passed the checks).
-    pub fn open(path: &Path, euid: u32) -> Result<Option<CacheDir>, DirError> {
-        sys::open(path, euid, false)
-    }
-
-    /// Opens the cache directory `path`, creating what is missing of it (mode 0755).
-    pub fn create(path: &Path, euid: u32) -> Result<CacheDir, DirError> {
-        sys::open(path, euid, true)?.ok_or_else(|| DirError::Io(io::ErrorKind::NotFound.into()))
-    }
-
-    /// The directory as it was named.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Loads and checks the cache file `name` for the environment key `env`.
     pub fn load(&self, name: &str, env: &[u8]) -> Result<Snapshot, LoadError> {
         let mut file = sys::open_file(self, name)?;
         let len = file.metadata().map_err(LoadError::Io)?.len();
-        let mut header = [0u8; HEADER_LEN];
+        let mut head = [0u8; header::LEN];
         let mut got = 0;
-        while got < HEADER_LEN {
-            match file.read(&mut header[got..]) {
+        while got < header::LEN {
+            match file.read(&mut head[got..]) {
                 Ok(0) => return Err(LoadError::Corrupt("not a loadscan cache (bad magic or too short)")),
                 Ok(n) => got += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(LoadError::Io(e)),
             }
         }
-        check_header(&header, len)?;
+        check_header(&head, len)?;
         if len > MAX_FILE_LEN {
             return Err(LoadError::Corrupt("larger than a cache can be (256 MiB)"));
         }
@@ -233,34 +143,22 @@ fn now_tag() -> u128 {
     SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
 }
 
-/// Whether a directory with this owner and mode may hold (or lead to) the cache of `euid`.
-fn dir_refusal(shown: &Path, uid: u32, mode: u32, euid: u32) -> Option<String> {
-    const GROUP_OTHER_WRITE: u32 = 0o022;
-    const STICKY: u32 = 0o1000;
-    if uid != 0 && uid != euid {
-        return Some(format!("{} is owned by uid {uid}, not by root or uid {euid}", shown.display()));
-    }
-    if mode & GROUP_OTHER_WRITE != 0 && mode & STICKY == 0 {
-        return Some(format!("{} is writable by group or others (mode {:o})", shown.display(), mode & 0o7777));
-    }
-    None
-}
-
 /// Whether a cache file with this owner and mode may be read by `euid`: its own, or root's (a
 /// cache built as root — a Docker image layer — served read-only to the app's user; root can
 /// change anything anyway, so trusting its file adds nothing an attacker could use).
-fn file_refusal(uid: u32, mode: u32, euid: u32) -> Option<LoadError> {
-    if uid != 0 && uid != euid {
+fn file_refusal(uid: u32, mode: Mode, euid: u32) -> Option<LoadError> {
+    if !trusted_owner(uid, euid) {
         return Some(LoadError::Untrusted(format!("owned by uid {uid}, not by root or uid {euid}")));
     }
-    if mode & 0o022 != 0 {
-        return Some(LoadError::Untrusted(format!("writable by group or others (mode {:o})", mode & 0o777)));
+    if mode.intersects(Mode::WGRP | Mode::WOTH) {
+        let perms = mode & (Mode::RWXU | Mode::RWXG | Mode::RWXO);
+        return Some(LoadError::Untrusted(format!("writable by group or others (mode {:o})", perms.bits())));
     }
     None
 }
 
-/// The mode a new cache file is created with (before the umask).
-const CACHE_MODE: u32 = 0o644;
+/// The mode a new cache file is created with (before the umask): 0644.
+const CACHE_MODE: Mode = Mode::RUSR.union(Mode::WUSR).union(Mode::RGRP).union(Mode::ROTH);
 
 /// Stale temp files are those of killed writers, older than this.
 const STALE_TEMP: Duration = Duration::from_secs(600);
@@ -269,132 +167,9 @@ const STALE_TEMP: Duration = Duration::from_secs(600);
 mod sys {
     //! Linux: everything relative to directory fds, flags and errnos from rustix.
     use super::*;
-    use rustix::fs::{openat, statat, AtFlags, FileType, Mode, OFlags, CWD};
+    use rustix::fs::{openat, statat, AtFlags, FileType, OFlags};
     use rustix::io::Errno;
-    use std::collections::VecDeque;
     use std::fs::File;
-    use std::os::fd::OwnedFd;
-    use std::os::unix::ffi::OsStrExt;
-
-    /// How many symlinks a cache dir path may go through (the kernel's own limit).
-    const MAX_SYMLINKS: usize = 40;
-
-    fn refused(msg: String) -> DirError {
-        DirError::Refused(msg)
-    }
-
-    fn check_dir(fd: &OwnedFd, shown: &Path, euid: u32) -> Result<(), DirError> {
-        let st = rustix::fs::fstat(fd).map_err(io::Error::from)?;
-        match dir_refusal(shown, st.st_uid, st.st_mode, euid) {
-            Some(why) => Err(refused(why)),
-            None => Ok(()),
-        }
-    }
-
-    fn open_dir_at(at: &OwnedFd, name: &[u8], flags: OFlags) -> rustix::io::Result<OwnedFd> {
-        openat(at, name, flags | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
-    }
-
-    fn root() -> io::Result<OwnedFd> {
-        Ok(openat(CWD, "/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?)
-    }
-
-    fn components(bytes: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
-        bytes.split(|&b| b == b'/').filter(|c| !c.is_empty() && *c != b".").map(<[u8]>::to_vec)
-    }
-
-    pub(super) fn open(path: &Path, euid: u32, create: bool) -> Result<Option<CacheDir>, DirError> {
-        let bytes = path.as_os_str().as_bytes();
-        if bytes.first() != Some(&b'/') {
-            return Err(refused(format!("{:?} is not an absolute path", path)));
-        }
-        let mut todo: VecDeque<Vec<u8>> = components(bytes).collect();
-        let last = match todo.pop_back() {
-            Some(l) if l != b".." => l,
-            _ => return Err(refused(format!("{} does not name a directory of its own", path.display()))),
-        };
-        let mut fd = root()?;
-        let mut shown = PathBuf::from("/");
-        check_dir(&fd, &shown, euid)?;
-        let mut links = 0;
-        while let Some(comp) = todo.pop_front() {
-            if comp == b".." {
-                fd = open_dir_at(&fd, b"..", OFlags::PATH).map_err(io::Error::from)?;
-                shown.pop();
-                check_dir(&fd, &shown, euid)?;
-                continue;
-            }
-            let here = shown.join(std::ffi::OsStr::from_bytes(&comp));
-            match statat(&fd, comp.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
-                    links += 1;
-                    if links > MAX_SYMLINKS {
-                        return Err(refused(format!("{}: too many symlinks", path.display())));
-                    }
-                    if st.st_uid != 0 && st.st_uid != euid {
-                        return Err(refused(format!(
-                            "{} is a symlink owned by uid {}, not by root or uid {euid}",
-                            here.display(),
-                            st.st_uid
-                        )));
-                    }
-                    let target = rustix::fs::readlinkat(&fd, comp.as_slice(), Vec::new()).map_err(io::Error::from)?;
-                    let target = target.as_bytes();
-                    for c in components(target).collect::<Vec<_>>().into_iter().rev() {
-                        todo.push_front(c);
-                    }
-                    if target.first() == Some(&b'/') {
-                        fd = root()?;
-                        shown = PathBuf::from("/");
-                    }
-                    continue;
-                }
-                Ok(_) => {}
-                Err(Errno::NOENT) if create => {
-                    match rustix::fs::mkdirat(&fd, comp.as_slice(), Mode::from_raw_mode(0o755)) {
-                        Ok(()) | Err(Errno::EXIST) => {}
-                        Err(e) => return Err(DirError::Io(e.into())),
-                    }
-                }
-                Err(Errno::NOENT) => return Ok(None),
-                Err(e) => return Err(DirError::Io(e.into())),
-            }
-            fd = match open_dir_at(&fd, &comp, OFlags::PATH) {
-                Ok(fd) => fd,
-                Err(Errno::NOTDIR | Errno::LOOP) => {
-                    return Err(refused(format!("{} is not a directory", here.display())));
-                }
-                Err(e) => return Err(DirError::Io(e.into())),
-            };
-            shown = here;
-            check_dir(&fd, &shown, euid)?;
-        }
-        // The cache directory itself: never through a symlink.
-        let here = shown.join(std::ffi::OsStr::from_bytes(&last));
-        let mut made = false;
-        let dir = loop {
-            match open_dir_at(&fd, &last, OFlags::RDONLY) {
-                Ok(d) => break d,
-                Err(Errno::NOENT) if create && !made => {
-                    match rustix::fs::mkdirat(&fd, last.as_slice(), Mode::from_raw_mode(0o755)) {
-                        Ok(()) | Err(Errno::EXIST) => made = true,
-                        Err(e) => return Err(DirError::Io(e.into())),
-                    }
-                }
-                Err(Errno::NOENT) if !create => return Ok(None),
-                Err(Errno::LOOP) => return Err(refused(format!("{} is a symlink", here.display()))),
-                Err(Errno::NOTDIR) => {
-                    let link = statat(&fd, last.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
-                        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink);
-                    let what = if link { "a symlink" } else { "not a directory" };
-                    return Err(refused(format!("{} is {what}", here.display())));
-                }
-                Err(e) => return Err(DirError::Io(e.into())),
-            }
-        };
-        check_dir(&dir, &here, euid)?;
-        Ok(Some(CacheDir { path: path.to_path_buf(), euid, fd: dir }))
-    }
 
     pub(super) fn open_file(dir: &CacheDir, name: &str) -> Result<File, LoadError> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
@@ -409,7 +184,7 @@ mod sys {
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
             return Err(LoadError::NotAFile);
         }
-        match file_refusal(st.st_uid, st.st_mode, dir.euid) {
+        match file_refusal(st.st_uid, Mode::from_raw_mode(st.st_mode), dir.euid) {
             Some(e) => Err(e),
             None => Ok(file),
         }
@@ -419,7 +194,7 @@ mod sys {
     /// secrets, and a cache built as root must be readable by the app's user (Docker images).
     pub(super) fn create_new(dir: &CacheDir, name: &str) -> io::Result<File> {
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        Ok(File::from(openat(&dir.fd, name, flags, Mode::from_raw_mode(CACHE_MODE))?))
+        Ok(File::from(openat(&dir.fd, name, flags, CACHE_MODE)?))
     }
 
     /// Whether `name` may be replaced: absent, or a loadscan cache of this user.
@@ -435,7 +210,7 @@ mod sys {
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_uid != dir.euid {
             return Ok(false);
         }
-        let mut magic = [0u8; 8];
+        let mut magic = [0u8; MAGIC.len()];
         Ok(st.st_size == 0 || (file.read_exact(&mut magic).is_ok() && &magic == MAGIC))
     }
 
@@ -473,70 +248,15 @@ mod sys {
 #[cfg(not(target_os = "linux"))]
 use portable as sys;
 
-/// Other systems (macOS): the same checks by path with std only. Every directory on the way is
-/// checked after resolving symlinks above the cache dir, so no other user can swap a name on
-/// it; the cache dir itself and the files in it are checked with `lstat`, and a file opened for
-/// reading must be the one checked (same device and inode).
+/// Other systems (macOS): the same checks by path with std only. The files in the cache dir are
+/// checked with `lstat`, and a file opened for reading must be the one checked (same device and
+/// inode).
 #[cfg(any(not(target_os = "linux"), feature = "portable-readdir"))]
 #[allow(dead_code)] // compiled on Linux with `portable-readdir` so that `cargo check` covers it
 mod portable {
     use super::*;
     use std::fs::{File, OpenOptions};
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-
-    fn check(md: &std::fs::Metadata, shown: &Path, euid: u32) -> Result<(), DirError> {
-        match dir_refusal(shown, md.uid(), md.mode(), euid) {
-            Some(why) => Err(DirError::Refused(why)),
-            None => Ok(()),
-        }
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    pub(super) fn open(path: &Path, euid: u32, create: bool) -> Result<Option<CacheDir>, DirError> {
-        Ok(open_path(path, euid, create)?.map(|path| CacheDir { path, euid }))
-    }
-
-    /// The checked cache directory's path (`None`: it does not exist yet).
-    pub(super) fn open_path(path: &Path, euid: u32, create: bool) -> Result<Option<PathBuf>, DirError> {
-        if !path.is_absolute() {
-            return Err(DirError::Refused(format!("{:?} is not an absolute path", path)));
-        }
-        let (Some(parent), Some(_)) = (path.parent(), path.file_name()) else {
-            return Err(DirError::Refused(format!("{} does not name a directory of its own", path.display())));
-        };
-        let parent = match std::fs::canonicalize(parent) {
-            Ok(p) => p,
-            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
-                open_path(parent, euid, true)?;
-                std::fs::canonicalize(parent)?
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        for dir in parent.ancestors() {
-            check(&std::fs::metadata(dir)?, dir, euid)?;
-        }
-        let here = parent.join(path.file_name().unwrap_or_default());
-        let md = match std::fs::symlink_metadata(&here) {
-            Ok(md) => md,
-            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
-                match std::fs::DirBuilder::new().mode(0o755).create(&here) {
-                    Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e.into()),
-                    _ => std::fs::symlink_metadata(&here)?,
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        if md.file_type().is_symlink() {
-            return Err(DirError::Refused(format!("{} is a symlink", here.display())));
-        }
-        if !md.is_dir() {
-            return Err(DirError::Refused(format!("{} is not a directory", here.display())));
-        }
-        check(&md, &here, euid)?;
-        Ok(Some(here))
-    }
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 
     pub(super) fn open_file(dir: &CacheDir, name: &str) -> Result<File, LoadError> {
         let path = dir.path.join(name);
@@ -553,15 +273,16 @@ mod portable {
         if (md.dev(), md.ino()) != (before.dev(), before.ino()) || !md.is_file() {
             return Err(LoadError::NotAFile);
         }
-        match file_refusal(md.uid(), md.mode(), dir.euid) {
+        match file_refusal(md.uid(), Mode::from_bits_truncate(md.mode() as _), dir.euid) {
             Some(e) => Err(e),
             None => Ok(file),
         }
     }
 
+    #[allow(clippy::useless_conversion)] // mode_t is u16 on macOS, u32 on Linux
     pub(super) fn create_new(dir: &CacheDir, name: &str) -> io::Result<File> {
         // O_CREAT | O_EXCL never follows a symlink.
-        OpenOptions::new().write(true).create_new(true).mode(CACHE_MODE).open(dir.path.join(name))
+        OpenOptions::new().write(true).create_new(true).mode(CACHE_MODE.bits().into()).open(dir.path.join(name))
     }
 
     pub(super) fn replaceable(dir: &CacheDir, name: &str) -> io::Result<bool> {
@@ -570,7 +291,7 @@ mod portable {
             Err(LoadError::Io(e)) => Err(e),
             Err(_) => Ok(false),
             Ok(mut f) => {
-                let mut magic = [0u8; 8];
+                let mut magic = [0u8; MAGIC.len()];
                 Ok(f.metadata()?.len() == 0 || (f.read_exact(&mut magic).is_ok() && &magic == MAGIC))
             }
         }

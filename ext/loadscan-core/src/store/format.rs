@@ -4,6 +4,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::layout::{dir, header, keyed, root, spot, Counts, Record};
 use crate::hash::stable_hash;
 use crate::scan::{Kind, Listing, RootState};
 
@@ -11,7 +12,6 @@ use crate::scan::{Kind, Listing, RootState};
 /// 4: every key lies within `MAX_PROBE` slots of its home slot.
 pub const FORMAT_VERSION: u32 = 4;
 pub(crate) const MAGIC: &[u8; 8] = b"LOADSCAN";
-pub(crate) const HEADER_LEN: usize = 64;
 pub(crate) const NONE: u32 = u32::MAX;
 /// How many slots past its home slot a key may lie: `encode` grows a table until none is
 /// farther, and a lookup never probes more (a crafted file's full slot table made every lookup
@@ -23,17 +23,9 @@ pub(crate) const MAX_PROBE: usize = 1024;
 /// about 10 MB; without a bound, a crafted file whose records all point at one long string
 /// (or one posting list) made the write at exit allocate gigabytes.
 pub(crate) const MAX_EXPANDED: usize = 256 << 20;
+/// A posting value with this bit set is an index into the `ids` section (a count, then the ids);
+/// without it, a root id. `NONE`: no root.
 pub(crate) const MANY: u32 = 0x8000_0000;
-
-pub(crate) const ROOT_REC: usize = 44;
-pub(crate) const DIR_REC: usize = 48;
-pub(crate) const SPOT_REC: usize = 12;
-/// A record of a hashed table (features, prefixes): key offset and length, two posting values.
-pub(crate) const KEYED_REC: usize = 16;
-pub(crate) const COUNTS: usize = 36;
-/// Spot kinds in a root's spot records; also which posting of a prefix record names the root.
-pub(crate) const SPOT_BLIND: u32 = 0;
-pub(crate) const SPOT_DEFERRED: u32 = 1;
 
 /// One root as stored: its listing plus what revalidation needs.
 #[derive(Debug)]
@@ -140,9 +132,6 @@ impl<'a> Strings<'a> {
 fn put32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
 }
-fn put64(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
 
 /// An open-addressing table over keys with these hashes (record `i` at the slot its key hashes
 /// to, or the next free one).
@@ -185,13 +174,14 @@ fn keyed_table<'a>(
     let mut list: Vec<_> = keyed.into_iter().map(|(key, ids)| (stable_hash(key), key, ids)).collect();
     list.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     let slots = slot_table(&list.iter().map(|e| e.0).collect::<Vec<_>>(), fill);
-    let mut recs = Vec::with_capacity(list.len() * KEYED_REC);
+    let mut recs = Vec::with_capacity(list.len() * keyed::LEN);
     for (_, key, [first, second]) in &list {
-        let (o, n) = strings.add(key);
-        put32(&mut recs, o);
-        put32(&mut recs, n);
-        put32(&mut recs, postings(first, overflow));
-        put32(&mut recs, postings(second, overflow));
+        let rec = Record::<{ keyed::LEN }>::new()
+            .pair(keyed::KEY, strings.add(key))
+            .u32(keyed::FIRST, postings(first, overflow))
+            .u32(keyed::SECOND, postings(second, overflow))
+            .0;
+        recs.extend_from_slice(&rec);
     }
     (recs, slots)
 }
@@ -226,25 +216,26 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
     for (id, r) in roots.iter().enumerate() {
         let id = id as u32;
         let l = &r.listing;
-        let (po, pl) = strings.add(l.root.as_os_str().as_bytes());
-        put32(&mut root_recs, po);
-        put32(&mut root_recs, pl);
-        root_recs.extend_from_slice(&[state_code(l.state), r.volatile as u8, 0, 0]);
-        for (start, len) in [(n_dirs, l.dirs.len()), (n_spots, l.blind.len() + l.deferred.len())] {
-            put32(&mut root_recs, start);
-            put32(&mut root_recs, len as u32);
-        }
-        put64(&mut root_recs, r.scanned_at_ns as u64);
-        put64(&mut root_recs, r.last_used_s as u64);
+        let rec = Record::<{ root::LEN }>::new()
+            .pair(root::PATH, strings.add(l.root.as_os_str().as_bytes()))
+            .u8(root::STATE, state_code(l.state))
+            .u8(root::VOLATILE, r.volatile as u8)
+            .pair(root::DIRS, (n_dirs, l.dirs.len() as u32))
+            .pair(root::SPOTS, (n_spots, (l.blind.len() + l.deferred.len()) as u32))
+            .u64(root::SCANNED_AT_NS, r.scanned_at_ns as u64)
+            .u64(root::LAST_USED_S, r.last_used_s as u64)
+            .0;
+        root_recs.extend_from_slice(&rec);
         for d in &l.dirs {
-            let (o, n) = strings.add(&d.rel);
-            put32(&mut dir_recs, o);
-            put32(&mut dir_recs, n);
-            put64(&mut dir_recs, d.stamp.dev);
-            put64(&mut dir_recs, d.stamp.ino);
-            put64(&mut dir_recs, d.stamp.mtime_ns as u64);
-            put64(&mut dir_recs, d.stamp.size);
-            put64(&mut dir_recs, d.digest);
+            let rec = Record::<{ dir::LEN }>::new()
+                .pair(dir::REL, strings.add(&d.rel))
+                .u64(dir::DEV, d.stamp.dev)
+                .u64(dir::INO, d.stamp.ino)
+                .u64(dir::MTIME_NS, d.stamp.mtime_ns as u64)
+                .u64(dir::SIZE, d.stamp.size)
+                .u64(dir::DIGEST, d.digest)
+                .0;
+            dir_recs.extend_from_slice(&rec);
         }
         // A root's files are not stored apart: they are the features whose postings name it.
         for f in &l.files {
@@ -254,12 +245,10 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
             };
             feats.entry(f.stem.as_slice()).or_default()[which].push(id);
         }
-        for (list, kind) in [(&l.blind, SPOT_BLIND), (&l.deferred, SPOT_DEFERRED)] {
+        for (list, kind) in [(&l.blind, spot::BLIND), (&l.deferred, spot::DEFERRED)] {
             for b in list {
-                let (o, n) = strings.add(b);
-                put32(&mut spot_recs, o);
-                put32(&mut spot_recs, n);
-                put32(&mut spot_recs, kind);
+                let rec = Record::<{ spot::LEN }>::new().pair(spot::REL, strings.add(b)).u32(spot::KIND, kind).0;
+                spot_recs.extend_from_slice(&rec);
                 prefixes.entry(b.as_slice()).or_default()[kind as usize].push(id);
             }
         }
@@ -274,19 +263,18 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
 
     let mut body = Vec::new();
     body.extend_from_slice(env);
-    for n in [
-        roots.len() as u32,
-        n_dirs,
-        n_spots,
-        n_feats as u32,
-        slots.len() as u32,
-        overflow.len() as u32,
-        n_prefixes as u32,
-        prefix_slots.len() as u32,
-        strings.bytes.len() as u32,
-    ] {
-        put32(&mut body, n);
-    }
+    let counts = Counts {
+        roots: roots.len(),
+        dirs: n_dirs as usize,
+        spots: n_spots as usize,
+        feats: n_feats,
+        slots: slots.len(),
+        ids: overflow.len(),
+        prefixes: n_prefixes,
+        prefix_slots: prefix_slots.len(),
+        strings_len: strings.bytes.len(),
+    };
+    counts.write(&mut body);
     for section in [&root_recs, &dir_recs, &spot_recs, &feat_recs] {
         body.extend_from_slice(section);
     }
@@ -299,14 +287,15 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
     }
     body.extend_from_slice(&strings.bytes);
 
-    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
-    out.extend_from_slice(MAGIC);
-    put32(&mut out, FORMAT_VERSION);
-    put32(&mut out, HEADER_LEN as u32);
-    put64(&mut out, body.len() as u64);
-    put32(&mut out, crc32fast::hash(&body));
-    put32(&mut out, env.len() as u32);
-    out.resize(HEADER_LEN, 0);
+    let mut head = Record::<{ header::LEN }>::new();
+    head.0[header::MAGIC..header::MAGIC + MAGIC.len()].copy_from_slice(MAGIC);
+    head.u32(header::VERSION, FORMAT_VERSION)
+        .u32(header::HEADER_LEN, header::LEN as u32)
+        .u64(header::BODY_LEN, body.len() as u64)
+        .u32(header::CRC, crc32fast::hash(&body))
+        .u32(header::ENV_LEN, env.len() as u32);
+    let mut out = Vec::with_capacity(header::LEN + body.len());
+    out.extend_from_slice(&head.0);
     out.extend_from_slice(&body);
     out
 }

@@ -37,16 +37,22 @@
 //! the boot path), which keeps the file — and the page faults of reading it — small. A feature record points
 //! at its stem in `strings` and holds two posting values (root ids with a `.rb`, with the
 //! native extension): one id inline, or an index into `ids` for several. `slots` is an
-//! open-addressing table over the feature records keyed by [`crate::hash::stable_hash`].
+//! open-addressing table over the feature records keyed by [`crate::hash::stable_hash`]. Each
+//! record's fields are placed once, in `layout.rs`, for both the writer and the reader.
 
 mod buffer;
+mod cache_dir;
+mod error;
 mod file;
 mod format;
+mod layout;
 mod snapshot;
 mod validate;
 
 pub use buffer::Bytes;
-pub use file::{load, write_atomic, CacheDir, DirError, LoadError, TrustPolicy, MAX_FILE_LEN};
+pub use cache_dir::CacheDir;
+pub use error::{DirError, LoadError};
+pub use file::{load, write_atomic, TrustPolicy, MAX_FILE_LEN};
 pub use format::{bound_dead_roots, encode, RootRecord, DEAD_ROOTS_MIN, FORMAT_VERSION};
 pub use snapshot::{RootView, Snapshot};
 pub(crate) use validate::changed;
