@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require "open3"
 require_relative "ruby_process"
 require "rbconfig"
 require "tmpdir"
@@ -54,9 +53,9 @@ module Loadscan
           #{gems.map { |g| "gem #{g.inspect}" }.join("\n")}
           gem "loadscan", path: #{ROOT.inspect}, require: false
         RUBY
-        out, status = Open3.capture2e(env(app).merge("BUNDLE_FROZEN" => nil), File.join(BINDIR, "bundle"), "lock", "--local",
-                                      chdir: app)
-        raise "bundle lock --local failed in #{app}:\n#{out}" unless status.success?
+        run = RubyProcess.run_ruby(command: [File.join(BINDIR, "bundle"), "lock", "--local"], env: env(app).merge("BUNDLE_FROZEN" => nil),
+                                   chdir: app, timeout: 600)
+        raise "bundle lock --local failed in #{app}:\n#{run.stdout}#{run.stderr}" unless run.success?
       end
 
       # A plain Bundler app whose boot.rb does what config/boot.rb + config/application.rb do:
@@ -99,10 +98,10 @@ module Loadscan
         rails = File.join(BINDIR, "rails")
         return nil unless File.executable?(rails)
 
-        out, status = Open3.capture2e(env(dir).merge("BUNDLE_GEMFILE" => nil), rails, "new", "railsapp", "--minimal",
-                                      "--skip-bundle", "--skip-git", "--skip-javascript", "--skip-webpack-install",
-                                      chdir: dir)
-        raise "rails new failed:\n#{out}" unless status.success?
+        run = RubyProcess.run_ruby(command: [rails, "new", "railsapp", "--minimal", "--skip-bundle", "--skip-git",
+                                             "--skip-javascript", "--skip-webpack-install"],
+                                   env: env(dir).merge("BUNDLE_GEMFILE" => nil), chdir: dir, timeout: 600)
+        raise "rails new failed:\n#{run.stdout}#{run.stderr}" unless run.success?
 
         app = File.join(dir, "railsapp")
         lock(app, %w[rails sqlite3 puma listen bootsnap])
