@@ -17,6 +17,8 @@ require_relative "support/ruby_process"
 require_relative "support/assertions"
 require_relative "support/native_ext"
 require_relative "support/boot_fixture"
+require_relative "support/in_fork"
+require_relative "support/guard"
 
 class Minitest::Test
   include Loadscan::TestSupport::FileTree
@@ -24,4 +26,6 @@ class Minitest::Test
   include Loadscan::TestSupport::Assertions
   include Loadscan::TestSupport::NativeExt
   include Loadscan::TestSupport::BootFixture
+  include Loadscan::TestSupport::InFork
+  prepend Loadscan::TestSupport::Guard
 end

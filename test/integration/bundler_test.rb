@@ -28,18 +28,16 @@ class BundlerTest < Minitest::Test
   # The plain app booted `cmd` in `order`; stock, cold and warm loadscan compared.
   def assert_engaged_boot(app, cmd, order)
     env = { "BOOT_ORDER" => order }
-    stock = App.boot(app, cmd, env: env.merge("LOADSCAN_TEST_STOCK" => "1"), strace: true)
+    stock = App.boot(app, cmd, loadscan: false, env: env, strace: true)
     Dir.mktmpdir("loadscan-cache") do |cache|
       env["LOADSCAN_CACHE_DIR"] = cache
       cold = App.boot(app, cmd, env: env)
       warm = App.boot(app, cmd, env: env, strace: true)
       [cold, warm].zip(%w[cold warm]).each do |boot, state|
         label = "#{cmd.join(" ")} (#{order}, #{state})"
-        assert_equal stock.report["results"], boot.report["results"], label
-        assert_same_loaded_features stock.report["loaded_features"], boot.report["loaded_features"], label
-        assert_empty boot.stderr.lines.grep(/loadscan/), "#{label} warned:\n#{boot.stderr}"
-        # Ruby's own warnings too (Ruby 3.3 warns about bundled gems, naming the requiring line).
-        assert_equal stock.stderr, boot.stderr, label
+        # Results, $LOADED_FEATURES, and stderr: no warning of loadscan's, Ruby's own the same
+        # (Ruby 3.3 warns about bundled gems, naming the requiring line).
+        assert_same_run stock, boot, label, only: %w[results]
         assert_answered boot.report["stats"], stock.report["loaded_features"].size, label
       end
       assert_operator warm.failed_opens, :<=, MAX_FAILED_OPENS * stock.failed_opens,
@@ -82,12 +80,12 @@ class BundlerTest < Minitest::Test
     cmd = [App::RUBY, "bin/rails", "runner", code]
     %w[development production].each do |rails_env|
       env = { "RAILS_ENV" => rails_env, "SECRET_KEY_BASE" => "x" * 64 }
-      stock = App.boot(app, cmd, env: env.merge("LOADSCAN_TEST_STOCK" => "1"), strace: true)
+      stock = App.boot(app, cmd, loadscan: false, env: env, strace: true)
       Dir.mktmpdir("loadscan-cache") do |cache|
         env["LOADSCAN_CACHE_DIR"] = cache
         App.boot(app, cmd, env: env) # cold
         warm = App.boot(app, cmd, env: env, strace: true)
-        assert_same_loaded_features stock.report["loaded_features"], warm.report["loaded_features"], rails_env
+        assert_same_run stock, warm, rails_env, only: %w[results], quiet: false
         assert_empty warm.stderr.lines.grep(/loadscan/), warm.stderr
         assert_answered warm.report["stats"], stock.report["loaded_features"].size, "rails #{rails_env}"
         assert_operator warm.failed_opens, :<=, MAX_FAILED_OPENS * stock.failed_opens,
@@ -106,15 +104,15 @@ class BundlerTest < Minitest::Test
     Dir.mktmpdir("loadscan-bootsnap") do |tmp|
       env = { "RAILS_ENV" => "production", "SECRET_KEY_BASE" => "x" * 64 }
       # Stock here is the same app with Bootsnap's compile cache and no loadscan.
-      stock_env = env.merge("LOADSCAN_TEST_STOCK" => "1", "LOADSCAN_TEST_BOOTSNAP" => "#{tmp}/stock")
-      App.boot(app, cmd, env: stock_env)
-      stock = App.boot(app, cmd, env: stock_env)
+      stock_env = env.merge("LOADSCAN_TEST_BOOTSNAP" => "#{tmp}/stock")
+      App.boot(app, cmd, loadscan: false, env: stock_env)
+      stock = App.boot(app, cmd, loadscan: false, env: stock_env)
       bootsnap = "#{tmp}/loadscan"
       Dir.mktmpdir("loadscan-cache") do |cache|
         env = env.merge("LOADSCAN_CACHE_DIR" => cache, "LOADSCAN_TEST_BOOTSNAP" => bootsnap)
         App.boot(app, cmd, env: env) # both caches cold
         warm = App.boot(app, cmd, env: env)
-        assert_same_loaded_features stock.report["loaded_features"], warm.report["loaded_features"]
+        assert_same_run stock, warm, "rails + bootsnap", only: %w[results], quiet: false
         assert_empty warm.stderr.lines.grep(/loadscan/), warm.stderr
         assert_answered warm.report["stats"], stock.report["loaded_features"].size, "rails + bootsnap"
         assert_operator warm.report["stats"][:roots_from_cache], :>, 0, "loadscan's cache was used"
@@ -132,7 +130,7 @@ class BundlerTest < Minitest::Test
       Kernel.send(:define_method, :require, $c_require)
       Kernel.send(:private, :require)
     RUBY
-    assert_same_loaded_features stock.report["loaded_features"], boot.report["loaded_features"]
+    assert_same_run stock, boot, "rebound", only: %w[results], quiet: false
     assert_empty boot.stderr.lines.grep(/loadscan/), boot.stderr
     assert_answered boot.report["stats"], stock.report["loaded_features"].size, "rebound"
   end
@@ -144,7 +142,7 @@ class BundlerTest < Minitest::Test
       Kernel.send(:define_method, :require) { |feature| $c_require.bind_call(self, feature) }
       Kernel.send(:private, :require)
     RUBY
-    assert_same_loaded_features stock.report["loaded_features"], boot.report["loaded_features"]
+    assert_same_run stock, boot, "bypassed", only: %w[results], quiet: false
     warnings = boot.stderr.lines.grep(/loadscan/)
     assert_equal 1, warnings.size, boot.stderr
     assert_match(/`require` no longer reaches loadscan: Kernel#require \(#{Regexp.escape(@prelude)}:\d+\)/, warnings.first)
@@ -163,7 +161,7 @@ class BundlerTest < Minitest::Test
     File.write(@prelude, prelude)
     app = self.class.apps[:plain]
     env = { "BOOT_ORDER" => "after", "BOOT_EARLY" => early, "BOOT_PRELUDE" => @prelude }
-    stock = App.boot(app, [App::RUBY, "boot.rb"], env: env.merge("LOADSCAN_TEST_STOCK" => "1"))
+    stock = App.boot(app, [App::RUBY, "boot.rb"], loadscan: false, env: env)
     Dir.mktmpdir("loadscan-cache") do |cache|
       [stock, App.boot(app, [App::RUBY, "boot.rb"], env: env.merge("LOADSCAN_CACHE_DIR" => cache))]
     end

@@ -17,14 +17,11 @@ class CacheTest < Minitest::Test
     RUBY
   end
 
-  # Boots stock and with loadscan using `cache`; asserts equal results; returns loadscan's run.
+  # Boots stock and with loadscan using `cache` (and `env`); asserts the same results and
+  # $LOADED_FEATURES, and unless `quiet: false` an empty stderr; returns loadscan's run.
   def boot(load_path, cache, env: {}, quiet: true, **opts)
-    code = script(load_path)
-    stock = run_ruby(code, loadscan: false, **opts)
-    fast = run_ruby(code, loadscan: true, env: { "LOADSCAN_CACHE_DIR" => cache }.merge(env), **opts)
-    assert fast.status.success?, fast.stderr
-    assert_equal stock.report["results"], fast.report["results"]
-    assert_same_loaded_features stock.report["loaded_features"], fast.report["loaded_features"]
+    _, fast = assert_same_as_stock(script(load_path), loadscan_env: { "LOADSCAN_CACHE_DIR" => cache }.merge(env),
+                                   quiet: quiet, **opts)
     assert_empty fast.stderr, "unexpected warning" if quiet
     fast
   end
@@ -140,16 +137,19 @@ class CacheTest < Minitest::Test
       index = File.join(cache, FILE)
       before = File.binread(index)
       code = script(lp + ["#{lp[0]}/sub"]) # a new entry makes the cache dirty
-      Dir.mktmpdir do |tmp|
-        File.write("#{tmp}/s.rb", Loadscan::TestSupport::RubyProcess::PRELUDE + code)
-        env = { "LOADSCAN_CACHE_DIR" => cache, "LOADSCAN_TEST_WRITE_PAUSE" => "20", "LOADSCAN_TEST_REPORT" => "#{tmp}/r" }
-        pid = Process.spawn(env, RbConfig.ruby, "-r", File.join(Loadscan::TestSupport::LIB, "loadscan/setup.rb"), "#{tmp}/s.rb")
+      # The run pauses 20 s inside its cache write, and is killed there (no `timeout` in
+      # between: the pid is Ruby's).
+      started = nil
+      run = run_ruby(code, loadscan: true, timeout: nil,
+                     env: { "LOADSCAN_CACHE_DIR" => cache, "LOADSCAN_TEST_WRITE_PAUSE" => "20" }) do |pid|
         deadline = Time.now + 20
         sleep 0.05 until Dir.glob("#{cache}/.#{FILE}.tmp.*").any? || Time.now > deadline
-        refute_empty Dir.glob("#{cache}/.#{FILE}.tmp.*"), "the writer never started"
+        started = Dir.glob("#{cache}/.#{FILE}.tmp.*").any?
         Process.kill(:KILL, pid)
-        Process.wait(pid)
+      rescue Errno::ESRCH # already gone: the assertions below say how
       end
+      assert started, "the writer never started"
+      assert_equal Signal.list["KILL"], run.status.termsig, run.inspect
       assert_equal before, File.binread(index), "a killed write must not touch the cache file"
       boot(lp, cache) # and the next boot is clean: no warning, same answers
     end
@@ -250,10 +250,9 @@ class CacheTest < Minitest::Test
       lp = %W[#{dir}/e1 #{dir}/e2]
       cache = File.join(top, "cache")
       exe = File.join(Loadscan::TestSupport::ROOT, "exe", "loadscan")
-      out, err, status = Open3.capture3({ "LOADSCAN_CACHE_DIR" => cache, "RUBYOPT" => nil }, RbConfig.ruby, exe,
-                                        *lp.flat_map { |e| ["-I", e] }, "build")
-      assert status.success?, err
-      assert_match(/\Awritten /, out)
+      build = run_ruby(file: exe, args: [*lp.flat_map { |e| ["-I", e] }, "build"], env: { "LOADSCAN_CACHE_DIR" => cache })
+      assert build.success?, build.stderr
+      assert_match(/\Awritten /, build.stdout)
       before = File.stat(File.join(cache, FILE))
       assert_equal 0, before.uid
       run = boot(lp, cache, env: { "LOADSCAN_READONLY" => "1" }, as_nobody: true) # quiet: no warning at all

@@ -7,9 +7,11 @@ require_relative "../test_helper"
 class GemInstallTest < Minitest::Test
   MINOR = RUBY_VERSION[/\A\d+\.\d+/]
 
-  # The `gem` command of the Ruby running the tests, run by that Ruby (not whichever is on PATH).
+  # The `gem` command of the Ruby running the tests, run by that Ruby (not whichever is on PATH):
+  # its output (stdout and stderr) and status.
   def gem_command(*args, env: {}, **opts)
-    Open3.capture2e(env, RbConfig.ruby, File.join(RbConfig::CONFIG["bindir"], "gem"), *args, **opts)
+    run = run_ruby(file: File.join(RbConfig::CONFIG["bindir"], "gem"), args: args, env: env, timeout: 1800, **opts)
+    [run.stdout + run.stderr, run.status]
   end
 
   def test_build_install_and_boot_from_an_empty_gem_home
@@ -36,14 +38,14 @@ class GemInstallTest < Minitest::Test
                    "tests and benchmarks are not shipped"
 
       with_files([["app/lib/hello.rb", "$hello = __FILE__"]]) do |dir|
-        code = <<~RUBY
+        # loadscan as the installed gem sets it up (no `-r` of this checkout's).
+        run = run_ruby(<<~RUBY, env: env, chdir: dir)
           require "loadscan/setup"
           $LOAD_PATH.unshift(#{"#{dir}/app/lib".inspect})
-          print [Loadscan.active?, $LOADED_FEATURES.grep(/loadscan\\.so/).first, Loadscan.lookup("hello"), require("hello"), $hello].inspect
+          report([Loadscan.active?, $LOADED_FEATURES.grep(/loadscan\\.so/).first, Loadscan.lookup("hello"), require("hello"), $hello])
         RUBY
-        out, status = Open3.capture2e(env, RbConfig.ruby, "-e", code, chdir: dir)
-        assert status.success?, out
-        active, so, looked_up, required, loaded = eval(out) # rubocop:disable Security/Eval
+        assert run.success?, run.stderr
+        active, so, looked_up, required, loaded = run.report
         assert active
         assert so.start_with?(home), "the extension should come from the installed gem, got #{so}"
         assert so.end_with?("/loadscan/#{MINOR}/loadscan.so"), "built for this Ruby, where native.rb looks: #{so}"

@@ -2,13 +2,17 @@
 
 require_relative "../test_helper"
 require "json"
-require_relative "../../lib/loadscan/version"
+require_relative "../../lib/loadscan"
+require_relative "../../lib/loadscan/cli"
+require "stringio"
 
 class CLITest < Minitest::Test
   EXE = File.join(Loadscan::TestSupport::ROOT, "exe", "loadscan")
 
-  def loadscan(*args, cache:, env: {})
-    Open3.capture3({ "LOADSCAN_CACHE_DIR" => cache, "RUBYOPT" => nil }.merge(env), RbConfig.ruby, EXE, *args)
+  # exe/loadscan in a process of its own: [stdout, stderr, status].
+  def loadscan(*args, cache:, env: {}, chdir: Dir.pwd)
+    run = run_ruby(file: EXE, args: args, env: { "LOADSCAN_CACHE_DIR" => cache }.merge(env), chdir: chdir)
+    [run.stdout, run.stderr, run.status]
   end
 
   def test_lookup_agrees_with_ruby_and_stats_and_clear_work
@@ -99,12 +103,11 @@ class CLITest < Minitest::Test
   def test_doctor
     with_files([["app/config/boot.rb", "require #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}\n"],
                 ["bare/config/boot.rb", "# nothing\n"]]) do |dir|
-      out, err, status = Open3.capture3({ "RUBYOPT" => nil, "LOADSCAN_CACHE_DIR" => "#{dir}/cache" }, RbConfig.ruby, EXE,
-                                        "doctor", chdir: "#{dir}/app")
+      out, err, status = loadscan("doctor", cache: "#{dir}/cache", chdir: "#{dir}/app")
       assert_equal 0, status.exitstatus, out + err
       assert_match(/^require reaches loadscan: yes/, out)
       assert_match(/^ok$/, out)
-      out, _, status = Open3.capture3({ "RUBYOPT" => nil }, RbConfig.ruby, EXE, "--json", "doctor", chdir: "#{dir}/bare")
+      out, _, status = loadscan("--json", "doctor", cache: nil, chdir: "#{dir}/bare")
       assert_equal 1, status.exitstatus
       report = JSON.parse(out)
       refute report["ok"]
@@ -112,10 +115,81 @@ class CLITest < Minitest::Test
     end
   end
 
+  # The command line parsed in process: Loadscan::CLI.new(argv, out:, err:, env:).run, with
+  # stdout and stderr as strings. Commands that start loadscan run in a fork (in_fork).
+  def cli(*argv, env: {})
+    out = StringIO.new
+    err = StringIO.new
+    status = Loadscan::CLI.new(argv, out: out, err: err, env: env).run
+    [out.string, err.string, status]
+  end
+
+  USAGE = "Run `loadscan --help` for usage.\n"
+
+  def test_usage_errors_in_process
+    {
+      [] => "no command given",
+      %w[bogus] => 'unknown command "bogus" (commands: doctor, explain, lookup, build, verify, stats, problems, clear)',
+      %w[--json Lookup a] => 'unknown command "Lookup" (commands: doctor, explain, lookup, build, verify, stats, problems, clear)',
+      %w[--bogus stats] => "invalid option: --bogus",
+      %w[-X stats] => "invalid option: -X",
+      %w[-I] => "missing argument: -I",
+      %w[--cache-dir] => "missing argument: --cache-dir",
+      %w[--json=yes stats] => "needless argument: --json=yes",
+      %w[lookup] => "lookup needs at least one FEATURE",
+      %w[-I lib explain] => "explain needs at least one FEATURE",
+    }.each do |argv, message|
+      assert_equal ["", "loadscan: #{message}\n#{USAGE}", 1], cli(*argv), argv.inspect
+    end
+  end
+
+  def test_help_and_version_in_process
+    out, err, status = cli("stats", "--help") # options anywhere, help before the command runs
+    assert_equal [0, ""], [status, err]
+    assert_match(/\AUsage: loadscan \[options\] COMMAND \[ARGS\]\n\nCommands:\n/, out)
+    assert_match(/^    -I DIR +add DIR in front of the load path \(-IDIR or -I DIR\)$/, out)
+    assert_match(/^        --json +print JSON$/, out)
+    assert_equal ["loadscan #{Loadscan::VERSION}\n", "", 0], cli("--version", "bogus")
+  end
+
+  # `clear` reads only the command line and the environment: --cache-dir (expanded against the
+  # cwd, joined or not) beats LOADSCAN_CACHE_DIR; --json anywhere prints JSON; only loadscan's
+  # own file is removed.
+  def test_clear_with_cache_dir_and_json_in_process
+    with_files([["c/loadscan.cache", "x"], ["c/index", "another tool's"], ["envdir/loadscan.cache", "y"]]) do |dir|
+      env = { "LOADSCAN_CACHE_DIR" => "#{dir}/envdir" }
+      out, err, status = Dir.chdir(dir) { cli("clear", "--cache-dir", "c", "--json", env: env) }
+      assert_equal [0, ""], [status, err]
+      assert_equal({ "cache_dir" => "#{dir}/c", "removed" => ["#{dir}/c/loadscan.cache"] }, JSON.parse(out))
+      assert_equal %w[index], Dir.children("#{dir}/c")
+      assert_equal ["nothing to remove in #{dir}/c\n", "", 0], cli("--cache-dir=#{dir}/c", "clear", env: env)
+      assert_equal ["removed #{dir}/envdir/loadscan.cache\n", "", 0], cli("clear", env: env)
+    end
+  end
+
+  # -IDIR and -I DIR, relative to the cwd, in the order given, in front of the load path.
+  def test_include_dirs_in_process
+    with_files([["a/x.rb", ""], ["b/x.rb", ""], ["b/y.rb", ""], ["c/z.rb", ""]]) do |dir|
+      rows = in_fork do
+        Dir.chdir(dir)
+        ENV["LOADSCAN_CACHE_DIR"] = "#{dir}/cache"
+        out, err, status = cli("-I#{dir}/a", "-I", "b", "--json", "-Ic", "lookup", "x", "y", "z", "nope")
+        raise "exit #{status}: #{err}" unless status.zero? && err.empty?
+
+        [JSON.parse(out), $LOAD_PATH.first(3)]
+      end
+      answers, load_path = rows
+      assert_equal %W[#{dir}/a #{dir}/b #{dir}/c], load_path
+      assert_equal [["x", "#{dir}/a/x.rb", true], ["y", "#{dir}/b/y.rb", true], ["z", "#{dir}/c/z.rb", true], %w[nope missing] + [true]],
+                   answers.map { |r| r.values_at("feature", "loadscan", "agree") }
+    end
+  end
+
   # What `$LOAD_PATH.resolve_feature_path` says in a fresh Ruby with only `entry` on the path.
   def ruby_resolve(entry, feature)
-    out, = Open3.capture2(RbConfig.ruby, "--disable-gems", "-I", entry, "-e",
-                          "r = $LOAD_PATH.resolve_feature_path(ARGV[0]) rescue nil; print r ? r[1] : ''", feature)
-    out.empty? ? nil : out
+    run = run_ruby("r = $LOAD_PATH.resolve_feature_path(ARGV[0]) rescue nil; report(r&.last)", ruby_opts: ["--disable-gems", "-I", entry],
+                   args: [feature])
+    assert run.success?, run.stderr
+    run.report
   end
 end

@@ -10,6 +10,11 @@ class ConfigTest < Minitest::Test
     Loadscan::Config.new(env: { "LOADSCAN_CACHE_DIR" => "/tmp/c" }.merge(env), **keywords)
   end
 
+  def only_problem(config)
+    assert_equal 1, config.problems.size, config.problems.inspect
+    config.problems.first
+  end
+
   def test_defaults
     c = config
     assert c.enabled
@@ -68,6 +73,132 @@ class ConfigTest < Minitest::Test
     end
   end
 
+  FLAG_VARIABLES = { "LOADSCAN_DISABLE" => [:enabled, true, true], "LOADSCAN_READONLY" => [:readonly, false, false],
+                     "LOADSCAN_LAZY" => [:lazy, true, false], "LOADSCAN_STATS" => [:stats, false, false] }.freeze
+
+  # Each flag variable, each spelling, in any case and with spaces around; a bad value is one
+  # problem naming the variable and the value, and the default applies.
+  def test_every_flag_variable_and_spelling
+    FLAG_VARIABLES.each do |name, (attribute, default, inverted)|
+      # The spellings the README and config.rb's header document (not FLAGS itself: a spelling
+      # dropped from it must fail here).
+      { "1" => true, "true" => true, "yes" => true, "on" => true, "0" => false, "false" => false, "no" => false,
+        "off" => false }.each do |spelling, on|
+        [spelling, spelling.upcase, " #{spelling.capitalize}\t"].each do |value|
+          c = config({ name => value })
+          assert_equal inverted ? !on : on, c.public_send(attribute), "#{name}=#{value.inspect}"
+          assert_empty c.problems, "#{name}=#{value.inspect}"
+        end
+      end
+      ["", "  "].each { |blank| assert_equal default, config({ name => blank }).public_send(attribute), "#{name} blank" }
+      %w[2 enabled y].each do |bad|
+        c = config({ name => bad })
+        assert_equal default, c.public_send(attribute), "#{name}=#{bad}"
+        assert_equal ["#{name}=#{bad.inspect} is not a flag (use 1/0, true/false, yes/no, on/off); using the default " \
+                      "(#{(inverted ? !default : default) ? "on" : "off"})"], c.problems
+      end
+    end
+  end
+
+  def test_cache_flag_turns_the_cache_off_whatever_the_dir
+    assert_nil config({ "LOADSCAN_CACHE" => "0" }).cache_dir
+    assert_nil config({ "LOADSCAN_CACHE" => "Off", "LOADSCAN_CACHE_DIR" => "relative" }).cache_dir
+    assert_empty config({ "LOADSCAN_CACHE" => "no", "LOADSCAN_CACHE_DIR" => "relative" }).problems, "the dir is not read"
+    assert_equal "/tmp/c", config({ "LOADSCAN_CACHE" => "1" }).cache_dir
+    c = config({ "LOADSCAN_CACHE" => "sometimes" })
+    assert_equal "/tmp/c", c.cache_dir
+    assert_match(/\ALOADSCAN_CACHE="sometimes" is not a flag .*using the default \(on\)\z/, only_problem(c))
+  end
+
+  def test_keywords_win_over_the_environment
+    env = { "LOADSCAN_DISABLE" => "1", "LOADSCAN_READONLY" => "0", "LOADSCAN_LAZY" => "1", "LOADSCAN_THREADS" => "7",
+            "LOADSCAN_VALIDATE" => "mtime", "LOADSCAN_STATS" => "0", "LOADSCAN_CACHE_DIR" => "/tmp/env" }
+    c = Loadscan::Config.new(env: env, enabled: true, readonly: true, lazy: false, threads: 2, validate: "Listing",
+                             stats: true, cache_dir: "/tmp/kw/../kw2", stable_dirs: ["/nowhere"])
+    assert_equal [true, true, false, 2, "listing", true, "/tmp/kw2"],
+                 [c.enabled, c.readonly, c.lazy, c.threads, c.validate, c.stats, c.cache_dir]
+    assert_empty c.problems
+    assert_nil Loadscan::Config.new(env: env, cache: false).cache_dir
+  end
+
+  def test_bad_keywords_are_named_as_keywords
+    c = Loadscan::Config.new(env: {}, threads: "many", validate: "sha", cache_dir: "rel")
+    assert_equal 0, c.threads
+    assert_equal "mtime", c.validate
+    assert_equal 3, c.problems.size, c.problems.inspect
+    assert_match(/\Athreads: "many" is not a whole number/, c.problems[0])
+    assert_match(/\Avalidate: "sha" is not one of mtime, listing; using mtime\z/, c.problems[1])
+    assert_match(/\Acache_dir: "rel" is not an absolute path; using the default\z/, c.problems[2])
+  end
+
+  def test_threads
+    {
+      " 4 " => [4, nil], "0" => [0, nil], "64" => [64, nil], "" => [0, nil],
+      "65" => [64, /LOADSCAN_THREADS "65" is more threads than a scan can use; using 64/],
+      "-1" => [0, /LOADSCAN_THREADS "-1" is negative \(use 0 for automatic, or a count up to 64\); using automatic/],
+      "0x10" => [0, /LOADSCAN_THREADS "0x10" is not a whole number/], "1.5" => [0, /"1.5" is not a whole number/],
+    }.each do |value, (threads, message)|
+      c = config({ "LOADSCAN_THREADS" => value })
+      assert_equal threads, c.threads, value.inspect
+      if message
+        assert_match message, only_problem(c), value.inspect
+      else
+        assert_empty c.problems, value.inspect
+      end
+    end
+  end
+
+  def test_validate
+    assert_equal "listing", config({ "LOADSCAN_VALIDATE" => " Listing " }).validate
+    assert_equal "mtime", config({ "LOADSCAN_VALIDATE" => "MTIME" }).validate
+    assert_equal "mtime", config({ "LOADSCAN_VALIDATE" => "" }).validate
+    assert_empty config({ "LOADSCAN_VALIDATE" => "" }).problems
+  end
+
+  def test_cache_dir_must_be_absolute
+    assert_equal "/tmp/b", config({ "LOADSCAN_CACHE_DIR" => "/tmp/a/../b" }).cache_dir
+    ["", "tmp/cache", "./cache", "~/cache"].each do |value|
+      c = Loadscan::Config.new(env: { "LOADSCAN_CACHE_DIR" => value, "HOME" => "/nonexistent/home" })
+      assert_equal ["LOADSCAN_CACHE_DIR #{value.inspect} is not an absolute path; using the default"], c.problems
+      refute_equal File.expand_path(value), c.cache_dir, "never the cwd"
+    end
+  end
+
+  def test_stable_dirs_are_added_by_realpath_and_missing_ones_dropped
+    with_files([["gems/x.rb", ""], ["vendor", :symlink, "gems"]]) do |dir|
+      c = config({ "LOADSCAN_STABLE_DIRS" => "#{dir}/vendor:#{dir}/missing::#{dir}/gems" })
+      assert_empty c.problems
+      assert_includes c.stable_dirs, "#{dir}/gems"
+      refute(c.stable_dirs.any? { |d| d.start_with?("#{dir}/missing") || d == "#{dir}/vendor" })
+      assert_equal c.stable_dirs.uniq, c.stable_dirs
+      assert_equal ["#{dir}/gems"], config(stable_dirs: ["#{dir}/vendor"]).stable_dirs.select { |d| d.start_with?(dir) }
+    end
+  end
+
+  def test_unknown_variables_are_named_with_a_guess
+    c = config({ "LOADSCAN_TREADS" => "4", "LOADSCAN_CACHEDIR" => "/x", "LOADSCAN_SOMETHING_ELSE" => "1",
+                 "LOADSCAN_TEST_ANYTHING" => "1", "NOT_LOADSCAN_LAZY" => "0", "loadscan_lazy" => "0" })
+    known = Loadscan::Config::KNOWN.join(", ")
+    assert_equal ["LOADSCAN_TREADS is not a loadscan setting (did you mean LOADSCAN_THREADS?); known: #{known}",
+                  "LOADSCAN_CACHEDIR is not a loadscan setting (did you mean LOADSCAN_CACHE_DIR?); known: #{known}",
+                  "LOADSCAN_SOMETHING_ELSE is not a loadscan setting; known: #{known}"], c.problems
+    assert c.lazy, "an unknown variable sets nothing"
+  end
+
+  def test_several_bad_values_are_one_problem_each
+    c = config({ "LOADSCAN_LAZY" => "x", "LOADSCAN_THREADS" => "y", "LOADSCAN_VALIDATE" => "z", "LOADSCAN_READ_ONLY" => "1" })
+    assert_equal 4, c.problems.size, c.problems.inspect
+    assert_equal c.problems.uniq, c.problems
+  end
+
+  def test_env_key_names_this_loadscan_and_ruby
+    key = config.env_key
+    assert_includes key, Loadscan::VERSION
+    assert_includes key, RUBY_REVISION.to_s
+    assert_includes key, RUBY_PLATFORM
+    assert key.end_with?(" #{RbConfig::CONFIG["DLEXT"]}"), key
+  end
+
   # The same in real boots: each bad value, set alone, boots exactly like stock Ruby with
   # exactly one warning, which names the setting.
   def test_bad_values_boot_like_stock_with_one_warning
@@ -75,8 +206,7 @@ class ConfigTest < Minitest::Test
       code = "$LOAD_PATH.unshift(#{"#{dir}/e".inspect}); $log = []; require 'a'; report('log' => $log, 'r' => require('a'))"
       BAD.each do |name, (value, message, _, _)|
         env = { name => value }
-        stock, fast = run_both(code, env: env)
-        assert_equal stock.report, fast.report, name
+        _, fast = assert_same_as_stock(code, env: env, quiet: false)
         warnings = fast.stderr.lines.grep(/loadscan/)
         assert_equal 1, warnings.size, "#{name}=#{value}: #{fast.stderr}"
         assert_match message, warnings.first

@@ -9,16 +9,19 @@ require_relative "../../fixtures/random_tree"
 class LookupTest < Minitest::Test
   SEEDS = (ENV["LOADSCAN_TEST_SEEDS"] || "1-8").then { |s| s.include?("-") ? Range.new(*s.split("-").map(&:to_i)) : s.split(",").map(&:to_i) }
 
-  # The seed's tree, generated once per test in a temp dir of its own (two suites running at
-  # once, on two Rubies, must not share one).
+  # The seed's tree, generated once per test in a fresh temp dir of its own, never regenerated
+  # over a path an earlier tree used (reused inode numbers and mtimes made a cache look valid),
+  # and never shared with another suite running at once on another Ruby.
   def tree(seed)
-    @trees ||= Dir.mktmpdir("loadscan-trees")
-    out = File.join(@trees, "random-#{seed}")
-    @tree ||= [out, Fixtures::RandomTree.generate(out: out, seed: seed)]
+    @trees ||= {}
+    @trees[seed] ||= begin
+      out = File.join(File.realpath(Dir.mktmpdir("loadscan-trees")), "random-#{seed}")
+      [out, Fixtures::RandomTree.generate(out: out, seed: seed)]
+    end
   end
 
   def teardown
-    FileUtils.rm_rf(@trees) if @trees
+    @trees&.each_value { |out, _| FileUtils.rm_rf(File.dirname(out)) }
   end
 
   def compare_code(load_path, features)

@@ -32,20 +32,21 @@ class NativeTest < Minitest::Test
     Dir.mktmpdir do |tmp|
       FileUtils.cp_r(Loadscan::TestSupport::LIB, tmp)
       Dir.glob("#{tmp}/lib/loadscan/**/*.so").each { |f| File.delete(f) }
-      code = "require #{"#{tmp}/lib/loadscan/setup".inspect}; print [Loadscan.active?, require('set')].inspect"
-      out, err, status = Open3.capture3({ "RUBYOPT" => nil }, RbConfig.ruby, "-e", code)
-      assert status.success?, err
-      assert_equal "[false, true]", out
-      assert_equal 1, err.scan(/loadscan: native extension could not be loaded/).size, err
+      code = "require #{"#{tmp}/lib/loadscan/setup".inspect}; report([Loadscan.active?, require('set')])"
+      run = run_ruby(code)
+      assert run.success?, run.stderr
+      assert_equal [false, true], run.report
+      assert_equal 1, run.stderr.scan(/loadscan: native extension could not be loaded/).size, run.stderr
     end
   end
 
   def test_disable_leaves_require_alone
-    out, err, status = Open3.capture3({ "LOADSCAN_DISABLE" => "1", "RUBYOPT" => nil }, RbConfig.ruby, "-e",
-                                      "require #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}; " \
-                                      "begin; require Loadscan::Native::PROBE; rescue LoadError; end; " \
-                                      "print [Loadscan.active?, Loadscan::Native.probes].inspect")
-    assert status.success?, err
-    assert_equal "[false, 0]", out # the probe never reached loadscan
+    run = run_ruby(<<~RUBY, env: { "LOADSCAN_DISABLE" => "1" })
+      require #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}
+      begin; require Loadscan::Native::PROBE; rescue LoadError; end
+      report([Loadscan.active?, Loadscan::Native.probes])
+    RUBY
+    assert run.success?, run.stderr
+    assert_equal [false, 0], run.report # the probe never reached loadscan
   end
 end

@@ -14,24 +14,43 @@ module Loadscan
 
         only_stock = stock - ours
         only_ours = ours - stock
-        first = stock.each_index.find { |i| stock[i] != ours[i] }
+        # (When one list is the other plus more at its end, the difference starts where the shorter ends.)
+        first = stock.each_index.find { |i| stock[i] != ours[i] } || stock.size
         flunk [msg, "$LOADED_FEATURES differ (#{stock.size} stock, #{ours.size} with loadscan)",
                "only stock: #{only_stock.first(10)}", "only with loadscan: #{only_ours.first(10)}",
                "first difference at #{first}: #{stock[first].inspect} vs #{ours[first].inspect}"].compact.join("\n")
       end
 
-      # Runs code under stock Ruby and under loadscan; the code must `report` a Hash. Asserts the
-      # reports are equal once loadscan's own files are left out of "loaded_features".
-      def assert_same_as_stock(code, **opts)
-        stock, fast = run_both(code, **opts)
-        refute_nil stock.report, "stock run reported nothing:\n#{stock.stderr}"
-        s = stock.report.dup
-        f = fast.report.dup
-        if s.key?("loaded_features")
-          assert_same_loaded_features(s.delete("loaded_features"), f.delete("loaded_features"))
+      # The assertion "same as stock" for two Results of RubyProcess (stock's and loadscan's):
+      # equal reports, once loadscan's own files are left out of "loaded_features" and its
+      # "stats" left out (`only:` compares those keys, besides "loaded_features"); and with
+      # `quiet: true` the same stderr as stock's (no warning of loadscan's, Ruby's own the same).
+      # A test that expects loadscan to warn passes `quiet: false` and checks the warning itself.
+      def assert_same_run(stock, fast, msg = nil, quiet: true, only: nil)
+        label = msg ? "#{msg}: " : ""
+        refute_nil stock.report, "#{label}stock run reported nothing:\n#{stock.stderr}"
+        refute_nil fast.report, "#{label}loadscan run reported nothing:\n#{fast.stderr}"
+        s = stock.report
+        f = fast.report
+        if s.is_a?(Hash) && f.is_a?(Hash)
+          s = s.except("stats")
+          f = f.except("stats")
+          if s.key?("loaded_features") || f.key?("loaded_features")
+            assert_same_loaded_features(s.delete("loaded_features"), f.delete("loaded_features"), msg)
+          end
+          s, f = s.slice(*only), f.slice(*only) if only
         end
-        assert_equal s, f
-        assert_empty fast.stderr.lines.grep(/loadscan/), "loadscan warned:\n#{fast.stderr}"
+        assert_equal s, f, msg
+        return unless quiet
+
+        assert_equal stock.stderr_normalized, fast.stderr_normalized, "#{label}stderr differs from stock's"
+      end
+
+      # Runs `code` (or `file:`/`command:`, see RubyProcess) stock and with loadscan, asserts the
+      # runs are the same (assert_same_run) and returns both Results.
+      def assert_same_as_stock(code = nil, quiet: true, only: nil, **opts)
+        stock, fast = run_both(code, **opts)
+        assert_same_run(stock, fast, quiet: quiet, only: only)
         [stock, fast]
       end
     end

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "open3"
+require_relative "ruby_process"
 require "rbconfig"
 require "tmpdir"
 require "fileutils"
@@ -10,8 +10,8 @@ module Loadscan
     # Real Bundler apps, made the way a user makes one: a Gemfile naming installed gems and
     # loadscan itself (`gem "loadscan", path: …`), a Gemfile.lock from `bundle lock --local`
     # (rubygems.org is not reachable here), and boots through `bundler/setup`, `bundle exec` or
-    # a generated Rails app's `bin/rails`. Each boot can run under strace, to count the `openat`
-    # calls that failed.
+    # a generated Rails app's `bin/rails`, run with RubyProcess (which can run them under strace, to
+    # count the `openat` calls that failed).
     module BundlerApp
       RUBY = RbConfig.ruby
       BINDIR = RbConfig::CONFIG["bindir"]
@@ -53,9 +53,9 @@ module Loadscan
           #{gems.map { |g| "gem #{g.inspect}" }.join("\n")}
           gem "loadscan", path: #{ROOT.inspect}, require: false
         RUBY
-        out, status = Open3.capture2e(env(app).merge("BUNDLE_FROZEN" => nil), File.join(BINDIR, "bundle"), "lock", "--local",
-                                      chdir: app)
-        raise "bundle lock --local failed in #{app}:\n#{out}" unless status.success?
+        run = RubyProcess.run_ruby(command: [File.join(BINDIR, "bundle"), "lock", "--local"], env: env(app).merge("BUNDLE_FROZEN" => nil),
+                                   chdir: app, timeout: 600)
+        raise "bundle lock --local failed in #{app}:\n#{run.stdout}#{run.stderr}" unless run.success?
       end
 
       # A plain Bundler app whose boot.rb does what config/boot.rb + config/application.rb do:
@@ -98,10 +98,10 @@ module Loadscan
         rails = File.join(BINDIR, "rails")
         return nil unless File.executable?(rails)
 
-        out, status = Open3.capture2e(env(dir).merge("BUNDLE_GEMFILE" => nil), rails, "new", "railsapp", "--minimal",
-                                      "--skip-bundle", "--skip-git", "--skip-javascript", "--skip-webpack-install",
-                                      chdir: dir)
-        raise "rails new failed:\n#{out}" unless status.success?
+        run = RubyProcess.run_ruby(command: [rails, "new", "railsapp", "--minimal", "--skip-bundle", "--skip-git",
+                                             "--skip-javascript", "--skip-webpack-install"],
+                                   env: env(dir).merge("BUNDLE_GEMFILE" => nil), chdir: dir, timeout: 600)
+        raise "rails new failed:\n#{run.stdout}#{run.stderr}" unless run.success?
 
         app = File.join(dir, "railsapp")
         lock(app, %w[rails sqlite3 puma listen bootsnap])
@@ -130,22 +130,16 @@ module Loadscan
         ))
       RUBY
 
-      Boot = Struct.new(:report, :stderr, :failed_opens, keyword_init: true)
+      # Runs `cmd` in `app` with RubyProcess (stock when `loadscan: false`: the boots above read
+      # LOADSCAN_TEST_STOCK) and returns its Result (report, stderr, and with strace how many
+      # openat calls failed).
+      def boot(app, cmd, loadscan: true, env: {}, strace: false)
+        run = RubyProcess.run_ruby(command: cmd, loadscan: loadscan, env: env(app).merge(env), chdir: app, strace: strace,
+                                   timeout: 600)
+        raise "#{cmd.join(" ")} failed in #{app}:\n#{run.stderr}" unless run.success?
+        raise "#{cmd.join(" ")} reported nothing in #{app}:\n#{run.stderr}" unless run.report
 
-      # Runs `cmd` in `app` and returns its report, stderr and (with strace) how many openat
-      # calls failed.
-      def boot(app, cmd, env: {}, strace: false)
-        Dir.mktmpdir("loadscan-boot") do |tmp|
-          report = File.join(tmp, "report.marshal")
-          trace = File.join(tmp, "trace")
-          full = env(app).merge("LOADSCAN_TEST_REPORT" => report).merge(env)
-          cmd = ["strace", "-f", "-qq", "-e", "trace=openat", "-o", trace, *cmd] if strace
-          _, err, status = Open3.capture3(full, *cmd, chdir: app)
-          raise "#{cmd.join(" ")} failed in #{app}:\n#{err}" unless status.success?
-
-          failed = File.foreach(trace).count { |l| l.include?("= -1 E") } if strace
-          Boot.new(report: Marshal.load(File.binread(report)), stderr: err, failed_opens: failed) # rubocop:disable Security/MarshalLoad
-        end
+        run
       end
     end
   end
