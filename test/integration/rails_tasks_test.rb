@@ -9,10 +9,10 @@ class RailsTasksTest < Minitest::Test
   App = Loadscan::TestSupport::BundlerApp
 
   def rails(app, *args, env: {})
-    out, err, status = Open3.capture3(App.env(app).merge("SECRET_KEY_BASE" => "x" * 64).merge(env),
-                                      App::RUBY, "bin/rails", *args, chdir: app)
-    assert status.success?, "bin/rails #{args.join(" ")} failed:\n#{err}"
-    [out, err]
+    run = run_ruby(command: [App::RUBY, "bin/rails", *args], loadscan: nil, chdir: app, timeout: 120,
+                   env: App.env(app).merge("SECRET_KEY_BASE" => "x" * 64, "LOADSCAN_CACHE_DIR" => nil).merge(env))
+    assert run.success?, "bin/rails #{args.join(" ")} failed:\n#{run.stderr}"
+    [run.stdout, run.stderr]
   end
 
   def cache_files(dir)
@@ -22,8 +22,6 @@ class RailsTasksTest < Minitest::Test
   def test_loadscan_clear_and_tmp_clear
     Dir.mktmpdir("loadscan-rails-tasks") do |dir|
       app = App.rails_app(dir) or skip "Debian's rails is not installed"
-      gemfile = File.join(app, "Gemfile")
-      File.write(gemfile, File.read(gemfile).sub(/require: false$/, 'require: "loadscan/railtie"'))
       default = File.join(app, "tmp/cache/loadscan")
 
       out, = rails(app, "-T", "loadscan")

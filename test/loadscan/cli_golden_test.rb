@@ -2,7 +2,6 @@
 
 require_relative "../test_helper"
 require "json"
-require "open3"
 require_relative "../../lib/loadscan/version"
 
 # Every command of `exe/loadscan` and every usage error, text and `--json`, against the
@@ -72,14 +71,14 @@ class CLIGoldenTest < Minitest::Test
   # Runs the CLI (after a boot of the app that records its figures, with `boot: true`).
   # `only_ours`: what concerns the test's tree, not the system's own directories.
   def run_cli(args, env: {}, chdir: nil, boot: false, only_ours: false)
-    base = { "LOADSCAN_CACHE_DIR" => cache, "RUBYOPT" => nil, "RUBYLIB" => nil, "BUNDLE_GEMFILE" => nil, "LOADSCAN_BLESS" => nil }
+    base = { "LOADSCAN_CACHE_DIR" => cache, "BUNDLE_GEMFILE" => nil, "LOADSCAN_BLESS" => nil }
     if boot
-      _, err, status = Open3.capture3(base, RbConfig.ruby, "-e", "load 'config/boot.rb'; require 'a'; require 'sub/b'; " \
-                                                                 "begin; require 'nope'; rescue LoadError; end",
-                                      chdir: File.join(@dir, "app"))
-      assert status.success?, err
+      run = run_ruby("load 'config/boot.rb'; require 'a'; require 'sub/b'; begin; require 'nope'; rescue LoadError; end",
+                     loadscan: nil, env: base, chdir: File.join(@dir, "app"))
+      assert run.success?, run.stderr
     end
-    out, err, status = Open3.capture3(base.merge(env), RbConfig.ruby, EXE, *args, chdir: File.join(@dir, chdir || ""))
+    run = run_ruby(file: EXE, args: args, loadscan: nil, env: base.merge(env), chdir: File.join(@dir, chdir || ""))
+    out, err, status = run.stdout, run.stderr, run.status
     json = args.include?("--json") && !out.empty?
     if only_ours
       out = json ? JSON.generate(JSON.parse(out).select { |p| p["message"].include?(@dir) }) : out.lines.grep(/#{Regexp.escape(@dir)}/).join
@@ -106,6 +105,7 @@ class CLIGoldenTest < Minitest::Test
 
   def normalize(text)
     text.gsub(@dir, "<DIR>")
+        .gsub(%r{/\S*/loadscan-run[^/\s"]+/script\.rb}, "<SCRIPT>")
         .gsub(RUBY_DESCRIPTION, "<RUBY_DESCRIPTION>")
         .gsub(/(rubygems|bundler)(": "|: )[\d.]+/, '\1\2<V>')
         .gsub(Loadscan::VERSION, "<VERSION>")

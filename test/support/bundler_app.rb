@@ -47,11 +47,12 @@ module Loadscan
 
       # Writes a Gemfile (`gems` plus loadscan from this checkout, as the README's Gemfile line
       # says) and locks it offline.
-      def lock(app, gems)
+      # A Rails app requires loadscan's railtie (rake tasks), as the README says.
+      def lock(app, gems, require_as: false)
         File.write(File.join(app, "Gemfile"), <<~RUBY)
           source "https://rubygems.org"
           #{gems.map { |g| "gem #{g.inspect}" }.join("\n")}
-          gem "loadscan", path: #{ROOT.inspect}, require: false
+          gem "loadscan", path: #{ROOT.inspect}, require: #{require_as.inspect}
         RUBY
         run = RubyProcess.run_ruby(command: [File.join(BINDIR, "bundle"), "lock", "--local"], env: env(app).merge("BUNDLE_FROZEN" => nil),
                                    chdir: app, timeout: 600)
@@ -104,7 +105,7 @@ module Loadscan
         raise "rails new failed:\n#{run.stdout}#{run.stderr}" unless run.success?
 
         app = File.join(dir, "railsapp")
-        lock(app, %w[rails sqlite3 puma listen bootsnap])
+        lock(app, %w[rails sqlite3 puma listen bootsnap], require_as: "loadscan/railtie")
         boot = File.join(app, "config", "boot.rb")
         # loadscan as the README says; Bootsnap's compile cache beside it when LOADSCAN_TEST_BOOTSNAP
         # is set (README, "Coming from Bootsnap"), in the stock boot too.

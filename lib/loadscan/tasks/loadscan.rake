@@ -3,6 +3,7 @@
 namespace :loadscan do
   desc "Delete loadscan's cache and its last boot's figures (the next boot rebuilds them)"
   task :clear do
+    require_relative "../../loadscan"
     # This process set loadscan up (config/boot.rb): it must not write the cache back at exit.
     removed = Loadscan.clear_cache(Loadscan.config&.cache_dir || Loadscan::Config.new.cache_dir)
     puts(removed.empty? ? "loadscan: nothing to remove" : removed.map { |path| "removed #{path}" })
