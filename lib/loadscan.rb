@@ -148,11 +148,5 @@ module Loadscan
              entries: s[:load_path_entries], cached: s[:roots_from_cache], scanned: s[:roots_scanned] + s[:roots_refreshed],
              lazy: s[:dirs_listed_lazily], saved: saved, setup: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms])
     end
-
-    # Stops answering from the index; `require` behaves as stock Ruby. For tests.
-    def teardown
-      Native.stop if Native.available?
-      @active = false
-    end
   end
 end
