@@ -73,8 +73,7 @@ module Loadscan
     private def save_cache
       return :skipped unless active? && @config.cache_dir && !@config.readonly
 
-      pause = ENV["LOADSCAN_TEST_WRITE_PAUSE"].to_f # test hook: stop halfway through a write
-      result = Native.save(pause)
+      result = Native.save
       return result if result.is_a?(Symbol)
 
       Warnings.once(:cache_write, result)

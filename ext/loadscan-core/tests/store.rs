@@ -239,7 +239,7 @@ fn files_are_trusted_only_when_owned_by_us_or_root_and_not_shared() {
     t.file("e/a.rb");
     let (_, bytes) = cold(&[t.path("e")], &policy(Validation::Mtime, vec![]), false);
     let dir = t.path("cache");
-    let path = write_atomic(&dir, "loadscan.cache", &bytes, None, me()).unwrap();
+    let path = write_atomic(&dir, "loadscan.cache", &bytes, me()).unwrap();
     let meta = std::fs::metadata(&path).unwrap();
     let uid = meta.uid();
     assert!(load(&path, ENV, TrustPolicy { uid }).is_ok());
@@ -377,7 +377,7 @@ fn large_caches_load_from_disk() {
         .collect();
     let bytes = encode(&records, ENV);
     assert!(bytes.len() > 512 << 10, "{} bytes", bytes.len());
-    let path = write_atomic(&t.path("cache"), "loadscan.cache", &bytes, None, me()).unwrap();
+    let path = write_atomic(&t.path("cache"), "loadscan.cache", &bytes, me()).unwrap();
     let uid = std::fs::metadata(&path).unwrap().uid();
     let mut index = Index::from_snapshot(b"so", load(&path, ENV, TrustPolicy { uid }).expect("loads"));
     let order: Vec<PathBuf> = (0..40).map(|r| t.path(&format!("g{r}"))).collect();
@@ -418,8 +418,8 @@ fn a_cache_dir_is_used_only_when_no_one_else_can_change_it() {
     t.link("ok/planted", t.path("victim").to_str().unwrap());
     assert!(refused(CacheDir::open(&t.path("ok/planted"), uid)).contains("symlink"));
     let (_, bytes) = cold(&[t.path("victim")], &policy(Validation::Mtime, vec![]), false);
-    assert!(write_atomic(&t.path("ok/planted"), "loadscan.cache", &bytes, None, me()).is_err());
-    assert!(write_atomic(&t.path("ok/planted"), "index", &bytes, None, me()).is_err());
+    assert!(write_atomic(&t.path("ok/planted"), "loadscan.cache", &bytes, me()).is_err());
+    assert!(write_atomic(&t.path("ok/planted"), "index", &bytes, me()).is_err());
     assert_eq!(std::fs::read(t.path("victim/loadscan.cache")).unwrap(), b"precious");
     assert_eq!(std::fs::read(t.path("victim/index")).unwrap(), b"");
     // A dangling one is not created through either.
@@ -484,20 +484,20 @@ fn a_cache_dir_is_created_with_safe_modes_and_only_loadscan_files_are_replaced()
         let mode = std::fs::metadata(t.path(d)).unwrap().mode();
         assert_eq!(mode & 0o022, 0, "{d}: {mode:o}");
     }
-    dir.write_atomic("loadscan.cache", &bytes, None).unwrap();
+    dir.write_atomic("loadscan.cache", &bytes).unwrap();
     assert!(dir.load("loadscan.cache", ENV).is_ok());
-    dir.write_atomic("loadscan.cache", &bytes, None).unwrap(); // over its own: fine
-                                                               // A file of the same name that is not a loadscan cache is never written over.
+    dir.write_atomic("loadscan.cache", &bytes).unwrap(); // over its own: fine
+                                                         // A file of the same name that is not a loadscan cache is never written over.
     std::fs::write(t.path("a/b/cache/loadscan.cache"), b"someone's notes").unwrap();
     assert!(!dir.replaceable("loadscan.cache").unwrap());
-    let err = dir.write_atomic("loadscan.cache", &bytes, None).unwrap_err();
+    let err = dir.write_atomic("loadscan.cache", &bytes).unwrap_err();
     assert!(err.to_string().contains("not replacing"), "{err}");
     assert_eq!(std::fs::read(t.path("a/b/cache/loadscan.cache")).unwrap(), b"someone's notes");
     std::fs::remove_file(t.path("a/b/cache/loadscan.cache")).unwrap();
     std::os::unix::fs::symlink(t.path("elsewhere"), t.path("a/b/cache/loadscan.cache")).unwrap();
     assert!(!dir.replaceable("loadscan.cache").unwrap());
     assert!(matches!(dir.load("loadscan.cache", ENV), Err(LoadError::NotAFile)));
-    assert!(dir.write_atomic("loadscan.cache", &bytes, None).is_err());
+    assert!(dir.write_atomic("loadscan.cache", &bytes).is_err());
     assert!(!t.path("elsewhere").exists());
     // Nothing left behind by the refused writes.
     let mut names: Vec<_> = std::fs::read_dir(t.path("a/b/cache")).unwrap().map(|e| e.unwrap().file_name()).collect();

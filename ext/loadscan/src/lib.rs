@@ -3,7 +3,7 @@
 //!
 //! Defines `Loadscan::Native`:
 //! - `start(...)`, `stop` — follow `$LOAD_PATH` with an optional cache (or stop doing so);
-//! - `save(pause)` — write the cache if anything changed;
+//! - `save` — write the cache if anything changed;
 //! - `resolve(feature)` — the path `require` would load now, or `nil` (Ruby decides);
 //! - `lookup(feature)` — the index's answer: a path, `:missing` or `:unknown`;
 //! - `sync`, `problems`, `stats`;
@@ -99,11 +99,10 @@ fn start(
     Ok(resolver::start(magnus::rb_sys::AsRawValue::as_raw(load_path), &dlext, policy, cache))
 }
 
-/// `save(pause_seconds)`: `:written`, `:clean` (nothing changed), `:skipped` (no cache), or
-/// the reason the write failed (a String).
-fn save(ruby: &Ruby, pause: f64) -> Value {
-    let pause = (pause > 0.0).then(|| std::time::Duration::from_secs_f64(pause));
-    match resolver::save(pause) {
+/// `save`: `:written`, `:clean` (nothing changed), `:skipped` (no cache), or the reason the
+/// write failed (a String).
+fn save(ruby: &Ruby) -> Value {
+    match resolver::save() {
         resolver::Saved::Written => ruby.to_symbol("written").as_value(),
         resolver::Saved::Clean => ruby.to_symbol("clean").as_value(),
         resolver::Saved::Skipped => ruby.to_symbol("skipped").as_value(),
@@ -260,7 +259,7 @@ fn stable_hash(s: RString) -> String {
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let native = ruby.define_module("Loadscan")?.define_module("Native")?;
     native.define_module_function("start", function!(start, 9))?;
-    native.define_module_function("save", function!(save, 1))?;
+    native.define_module_function("save", function!(save, 0))?;
     native.define_module_function("stop", function!(resolver::stop, 0))?;
     native.define_module_function("resolve", function!(resolve, 1))?;
     native.define_module_function("lookup", function!(lookup, 1))?;

@@ -179,8 +179,8 @@ pub enum Saved {
     Failed(String),
 }
 
-/// Writes the cache if anything changed. `pause` is the test hook that stops mid-write.
-pub fn save(pause: Option<std::time::Duration>) -> Saved {
+/// Writes the cache if anything changed.
+pub fn save() -> Saved {
     let mut guard = match STATE.try_lock() {
         Ok(g) => g,
         Err(_) => return Saved::Skipped,
@@ -198,7 +198,7 @@ pub fn save(pause: Option<std::time::Duration>) -> Saved {
         store::bound_dead_roots(&mut records, on_path);
         let bytes = store::encode(&records, &cache.env);
         let dir = CacheDir::create(&cache.dir, cache.uid).map_err(|e| e.to_string())?;
-        dir.write_atomic(CACHE_FILE, &bytes, pause).map_err(|e| e.to_string())
+        dir.write_atomic(CACHE_FILE, &bytes).map_err(|e| e.to_string())
     });
     match result {
         Ok(_) => {
