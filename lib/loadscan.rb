@@ -33,8 +33,10 @@ module Loadscan
         return false
       end
 
-      warning = Native.start($LOAD_PATH, @config.dlext, @config.threads, @config.cache_dir, @config.env_key,
-                             Process.euid, @config.validate == "listing", @config.stable_dirs, @config.lazy)
+      warning = Native.start($LOAD_PATH, dlext: @config.dlext, threads: @config.threads, cache_dir: @config.cache_dir,
+                                         env_key: @config.env_key, uid: Process.euid, validate: @config.validate,
+                                         stable_dirs: @config.stable_dirs, lazy: @config.lazy,
+                                         on_problems: ->(problems) { Warnings.scan_problems(problems) })
       Warnings.once(:cache, warning) if warning
       Native.sync
       instrument(:cache_load) do
