@@ -12,7 +12,7 @@
 //! repetition: `sync_ns lookups_ns dirs_listed_lazily answered records_ns encode_ns bytes
 //! warm_ns_per_lookup lazy_listing_ns` (writing the cache's records, encoding them, and the mean lookup time of
 //! the same features in an index served from that cache).
-use loadscan_core::index::{Index, Resolution, SyncPolicy};
+use loadscan_core::index::{Index, Located, SyncPolicy};
 use loadscan_core::scan::ScanOptions;
 use loadscan_core::store::Validation;
 use std::path::PathBuf;
@@ -41,8 +41,7 @@ fn main() {
         index.sync(&roots, &policy);
         let sync_ns = t0.elapsed().as_nanos();
         let t1 = Instant::now();
-        let answered =
-            features.iter().filter(|f| matches!(index.lookup(f.as_bytes()), Resolution::Found { .. })).count();
+        let answered = features.iter().filter(|f| matches!(index.lookup(f.as_bytes()), Located::Found(..))).count();
         let lookups_ns = t1.elapsed().as_nanos();
         let t2 = Instant::now();
         let records = index.records(0, 0);

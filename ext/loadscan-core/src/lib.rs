@@ -4,7 +4,7 @@
 //! No Ruby is needed: `cargo test` covers it all.
 //!
 //! ```no_run
-//! use loadscan_core::index::{Index, Resolution, SyncPolicy};
+//! use loadscan_core::index::{Index, Located, SyncPolicy};
 //! use loadscan_core::{scan::ScanOptions, store::Validation};
 //! use std::path::PathBuf;
 //!
@@ -14,8 +14,9 @@
 //! let policy = SyncPolicy { scan, validation: Validation::Mtime, stable: vec![] };
 //! let mut index = Index::new(b"so");
 //! index.sync(&order, &policy); // lists what it has not seen, then ranks
-//! if let Resolution::Found { root, stem, kind } = index.lookup(b"json") {
-//!     println!("{}", String::from_utf8_lossy(&index.path_of(root, &stem, kind)));
+//! let query = index.parse(b"json").expect("a feature, not a path");
+//! if let Located::Found(root, kind) = index.locate(&query) {
+//!     println!("{}", String::from_utf8_lossy(&index.path_of(root, &query.stem, kind)));
 //! }
 //! ```
 #![deny(missing_docs)]
