@@ -4,8 +4,7 @@
 //! No Ruby is needed: `cargo test` covers it all.
 //!
 //! ```no_run
-//! use loadscan_core::index::{Index, Located, SyncPolicy};
-//! use loadscan_core::{scan::ScanOptions, store::Validation};
+//! use loadscan_core::{Index, Located, ScanOptions, SyncPolicy, Validation};
 //! use std::path::PathBuf;
 //!
 //! let order = vec![PathBuf::from("/app/lib"), PathBuf::from("/usr/lib/ruby/3.1.0")];
@@ -20,6 +19,21 @@
 //! }
 //! ```
 #![deny(missing_docs)]
+
+pub use hash::stable_hash;
+pub use index::{
+    resolve, settle, Explanation, Index, LazyStats, Located, Lister, Lookup, Query, Reason, Resolved, RootId, SyncPolicy,
+    SyncReport, Want, PROBE,
+};
+pub use realpath::RealPaths;
+pub use scan::{
+    list_deferred, scan_roots, scan_serial, DirRecord, DirStamp, FileEntry, Kind, ListHook, Listing, ProblemKind,
+    RootState, ScanOptions, ScanProblem,
+};
+pub use store::{
+    bound_dead_roots, encode, load, write_atomic, CacheDir, DirError, LoadError, RootRecord, Snapshot, TrustPolicy,
+    Validation, DEAD_ROOTS_MIN, FORMAT_VERSION, MAX_FILE_LEN, RACY_NS,
+};
 
 pub mod hash;
 pub mod index;
