@@ -11,8 +11,8 @@
 //! Prints one line per repetition: `load_ns first_lookup_ns`, then one summary line
 //! `lookup_hit_ns lookup_miss_ns features bytes rss_kb`. Revalidation (a `stat` per root) is not
 //! part of "load"; it is reported by `Loadscan.stats` in real boots.
-use loadscan_core::index::{Index, Located};
-use loadscan_core::store::{load, TrustPolicy};
+use loadscan_core::{load, TrustPolicy};
+use loadscan_core::{Index, Located};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::Instant;

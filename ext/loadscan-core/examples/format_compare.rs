@@ -4,9 +4,9 @@
 //! anyone could have written must be). Prints µs for write-to-disk-then-load + first lookup.
 //!
 //! `cargo run --release --example format_compare -p loadscan-core [FEATURES]`
-use loadscan_core::index::{Index, Located};
-use loadscan_core::scan::{FileEntry, Kind, Listing, RootState};
-use loadscan_core::store::{encode, RootRecord, Snapshot};
+use loadscan_core::{encode, RootRecord, Snapshot};
+use loadscan_core::{FileEntry, Kind, Listing, RootState};
+use loadscan_core::{Index, Located};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;

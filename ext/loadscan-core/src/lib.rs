@@ -31,12 +31,12 @@ pub use scan::{
     RootState, ScanOptions, ScanProblem,
 };
 pub use store::{
-    bound_dead_roots, encode, load, write_atomic, CacheDir, DirError, LoadError, RootRecord, Snapshot, TrustPolicy,
-    Validation, DEAD_ROOTS_MIN, FORMAT_VERSION, MAX_FILE_LEN, RACY_NS,
+    bound_dead_roots, encode, load, write_atomic, Bytes, CacheDir, DirError, LoadError, RootRecord, Snapshot,
+    TrustPolicy, Validation, DEAD_ROOTS_MIN, FORMAT_VERSION, MAX_FILE_LEN, RACY_NS,
 };
 
-pub mod hash;
-pub mod index;
-pub mod realpath;
-pub mod scan;
-pub mod store;
+mod hash;
+mod index;
+mod realpath;
+mod scan;
+mod store;

@@ -3,8 +3,8 @@
 mod common;
 
 use common::{answer, policy, TempTree};
-use loadscan_core::index::Index;
-use loadscan_core::scan::{scan_roots, ScanOptions};
+use loadscan_core::Index;
+use loadscan_core::{scan_roots, ScanOptions};
 use std::path::PathBuf;
 
 fn index_for(order: &[PathBuf]) -> Index {

@@ -4,9 +4,9 @@
 mod common;
 
 use common::{answer, lazy_policy, policy, settled_cache, TempTree, ENV};
-use loadscan_core::index::{Index, Located, SyncPolicy};
-use loadscan_core::scan::{Kind, ScanOptions};
-use loadscan_core::store::Snapshot;
+use loadscan_core::Snapshot;
+use loadscan_core::{Index, Located, SyncPolicy};
+use loadscan_core::{Kind, ScanOptions};
 use std::path::{Path, PathBuf};
 
 /// What `require` would load, by trying every entry as Ruby does: `.rb` in every entry first,
@@ -192,7 +192,7 @@ fn lazy_listings_go_through_the_given_lister_and_a_failing_one_blinds_only_its_d
     let mut asked: Vec<String> = Vec::new();
     let mut lister = |root: &Path, rel: &[u8], opts: &ScanOptions| {
         asked.push(format!("{}:{}", root.file_name().unwrap().to_string_lossy(), String::from_utf8_lossy(rel)));
-        loadscan_core::scan::list_deferred(root, rel, opts)
+        loadscan_core::list_deferred(root, rel, opts)
     };
     let q = index.parse(b"a/b/x").unwrap();
     let found = index.locate_with(&q, &mut lister);
@@ -201,9 +201,8 @@ fn lazy_listings_go_through_the_given_lister_and_a_failing_one_blinds_only_its_d
     // A listing that panics (a bug, or here an injected fault) blinds that directory only.
     let hook: std::sync::Arc<dyn Fn(&Path) + Send + Sync> =
         std::sync::Arc::new(|p: &Path| assert!(!p.ends_with("boom"), "injected fault"));
-    let faulty = ScanOptions { before_list: loadscan_core::scan::ListHook(Some(hook)), ..lazy_policy().scan };
-    let mut panicking =
-        |root: &Path, rel: &[u8], _: &ScanOptions| loadscan_core::scan::list_deferred(root, rel, &faulty);
+    let faulty = ScanOptions { before_list: loadscan_core::ListHook(Some(hook)), ..lazy_policy().scan };
+    let mut panicking = |root: &Path, rel: &[u8], _: &ScanOptions| loadscan_core::list_deferred(root, rel, &faulty);
     let q = index.parse(b"boom/y").unwrap();
     assert_eq!(index.locate_with(&q, &mut panicking), Located::Unknown);
     let q = index.parse(b"top").unwrap();

@@ -3,12 +3,12 @@
 mod common;
 
 use common::{answer, lazy_policy, policy, settled_cache, Rng, TempTree, ENV};
-use loadscan_core::index::{Index, SyncPolicy};
-use loadscan_core::scan::{scan_roots, ScanOptions};
-use loadscan_core::store::{
+use loadscan_core::{
     bound_dead_roots, encode, load, write_atomic, CacheDir, DirError, LoadError, RootRecord, Snapshot, TrustPolicy,
     Validation, DEAD_ROOTS_MIN, MAX_FILE_LEN, RACY_NS,
 };
+use loadscan_core::{scan_roots, ScanOptions};
+use loadscan_core::{Index, SyncPolicy};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -21,7 +21,7 @@ fn cold(order: &[PathBuf], p: &SyncPolicy, racy: bool) -> (Index, Vec<u8>) {
     (index, bytes)
 }
 
-fn warm(bytes: &[u8], order: &[PathBuf], p: &SyncPolicy) -> (Index, loadscan_core::index::SyncReport) {
+fn warm(bytes: &[u8], order: &[PathBuf], p: &SyncPolicy) -> (Index, loadscan_core::SyncReport) {
     let snapshot = Snapshot::parse(bytes.to_vec(), ENV).expect("valid snapshot");
     let mut index = Index::from_snapshot(b"so", snapshot);
     let report = index.sync(order, p);
@@ -340,8 +340,8 @@ fn fuzz_cache(good: &[u8], order: &[PathBuf], p: &SyncPolicy) {
 /// A cache big enough to be read into the prefaulted mapping (Linux), loaded from disk.
 #[test]
 fn large_caches_load_from_disk() {
-    use loadscan_core::scan::{FileEntry, Kind, Listing, RootState};
-    use loadscan_core::store::RootRecord;
+    use loadscan_core::RootRecord;
+    use loadscan_core::{FileEntry, Kind, Listing, RootState};
     let t = TempTree::new("large");
     let records: Vec<RootRecord> = (0..40)
         .map(|r| {
@@ -708,9 +708,9 @@ fn roots_off_the_load_path_are_bounded_in_number() {
     let records = |n: usize, used: i64| -> Vec<RootRecord> {
         (0..n)
             .map(|i| {
-                let l = loadscan_core::scan::Listing::empty(
+                let l = loadscan_core::Listing::empty(
                     PathBuf::from(format!("/r{used}-{i}")),
-                    loadscan_core::scan::RootState::Missing,
+                    loadscan_core::RootState::Missing,
                 );
                 RootRecord { listing: l, volatile: false, scanned_at_ns: 0, last_used_s: used }
             })

@@ -16,9 +16,9 @@ mod load_path;
 mod nogvl;
 mod resolver;
 
-use loadscan_core::index::SyncPolicy;
-use loadscan_core::scan::{Kind, ProblemKind, ScanOptions};
-use loadscan_core::store::Validation;
+use loadscan_core::SyncPolicy;
+use loadscan_core::Validation;
+use loadscan_core::{Kind, ProblemKind, ScanOptions};
 use magnus::{function, prelude::*, Error, RArray, RHash, RModule, RString, Ruby, Value};
 use resolver::Answer;
 use std::ffi::OsStr;
@@ -253,7 +253,7 @@ fn stems(ruby: &Ruby) -> RArray {
 /// `stable_hash(string)`: 16 hex digits, the same in every process and on every machine (names
 /// the per-program cache directory of a script outside any app).
 fn stable_hash(s: RString) -> String {
-    format!("{:016x}", loadscan_core::hash::stable_hash(unsafe { s.as_slice() }))
+    format!("{:016x}", loadscan_core::stable_hash(unsafe { s.as_slice() }))
 }
 
 #[magnus::init]

@@ -2,9 +2,9 @@
 //! answers as strings.
 #![allow(dead_code)]
 
-use loadscan_core::index::{Index, Located, SyncPolicy};
-use loadscan_core::scan::ScanOptions;
-use loadscan_core::store::{encode, RootRecord, Validation};
+use loadscan_core::ScanOptions;
+use loadscan_core::{encode, RootRecord, Validation};
+use loadscan_core::{Index, Located, SyncPolicy};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
