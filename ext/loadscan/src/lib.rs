@@ -185,6 +185,7 @@ fn problem_array(ruby: &Ruby, problems: Vec<(ProblemKind, String)>) -> RArray {
             ProblemKind::TooLarge => "too_large",
             ProblemKind::Vanished => "vanished",
             ProblemKind::Failed => "failed",
+            ProblemKind::CaseFolding => "case_folding",
         };
         let _ =
             out.push(ruby.ary_new_from_values(&[ruby.to_symbol(kind).as_value(), ruby.str_new(&message).as_value()]));
