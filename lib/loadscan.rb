@@ -13,6 +13,10 @@ module Loadscan
   autoload :Error, File.expand_path("loadscan/error", __dir__)
   autoload :Warnings, File.expand_path("loadscan/warnings", __dir__)
   autoload :Instrumentation, File.expand_path("loadscan/instrumentation", __dir__)
+  autoload :LastBoot, File.expand_path("loadscan/last_boot", __dir__)
+
+  # The files loadscan keeps in its cache dir: the cache, and the last boot's figures.
+  CACHE_FILES = ["loadscan.cache", "last_boot.json"].freeze
 
   class << self
     # The configuration in effect after setup (nil before).
@@ -66,6 +70,17 @@ module Loadscan
       result = save_cache
       instrument(:cache_write) { { cache_dir: @config&.cache_dir, result: result } }
       result
+    end
+
+    # Deletes the cache and the last boot's figures in `dir` (default: this process's cache
+    # dir) and returns the paths removed. This process then writes neither at exit, so
+    # `rake loadscan:clear` leaves the next boot a cold start.
+    def clear_cache(dir = @config&.cache_dir)
+      @cleared = true if dir == @config&.cache_dir
+      return [] unless dir
+
+      CACHE_FILES.map { |name| File.join(dir, name) }.select { |path| File.file?(path) || File.symlink?(path) }
+                 .each { |path| File.delete(path) }
     end
 
     # Receives loadscan's events (see Loadscan::Instrumentation): `->(event, payload) { … }`. Set
@@ -132,9 +147,22 @@ module Loadscan
         next unless Process.pid == owner # forked children (server workers) do not write
 
         CoreExt.recheck
+        next if @cleared
+
         saved = save
+        record_last_boot(saved)
         Kernel.warn(summary(saved), uplevel: nil) if @config.stats
       end
+    end
+
+    # Keeps this boot's figures beside the cache (`loadscan stats`, `doctor`), where the cache
+    # could be used: never in a read-only or untrusted cache dir.
+    private def record_last_boot(saved)
+      return unless %i[written clean].include?(saved) && (s = Native.stats)
+
+      LastBoot.record(@config.cache_dir, s.merge(engaged: CoreExt.engaged?), cache: saved)
+    rescue StandardError => e
+      Warnings.once(:last_boot, "could not record this boot's figures in #{@config.cache_dir} (#{e.message})")
     end
 
     # The LOADSCAN_STATS=1 line: what the index answered, what it left to Ruby and why, where

@@ -14,7 +14,7 @@ module Loadscan
       "lookup" => "FEATURE…  loadscan's answer next to Ruby's, one line each",
       "build" => "list the app's whole load path and write the cache (a Docker layer, a CI artifact)",
       "verify" => "check every feature the cache answers against Ruby's own search (exit 1 on a difference)",
-      "stats" => "entries, features and cache use for this load path",
+      "stats" => "the figures of the app's last boot (requires answered, left to Ruby and why, cache use)",
       "problems" => "paths the scanner leaves to Ruby (loops, unreadable dirs, …)",
       "clear" => "delete the cache file",
     }.freeze
@@ -205,12 +205,14 @@ module Loadscan
     end
 
     def cmd_stats(_args)
-      if (why = start)
-        raise Usage, why
+      dir = Config.new(**@options.slice(:cache_dir), env: @env).cache_dir or raise Usage, "no cache configured"
+      last = LastBoot.read(dir)
+      unless last
+        emit({ "cache_dir" => dir, "last_boot" => nil },
+             "no boot recorded in #{dir} yet (a boot with loadscan records its figures there at exit)")
+        return 1
       end
-
-      stats = Loadscan.stats
-      emit(stats.transform_keys(&:to_s), stats.map { |k, v| "#{k}: #{v}" })
+      emit({ "cache_dir" => dir, "last_boot" => last }, LastBoot.describe(last))
       0
     end
 
@@ -229,15 +231,14 @@ module Loadscan
       dir = Config.new(**@options.slice(:cache_dir), env: @env).cache_dir
       return emit({ "removed" => [] }, "no cache configured") || 0 unless dir
 
-      removed = CACHE_FILES.map { |name| File.join(dir, name) }.select { |path| File.file?(path) || File.symlink?(path) }
-      removed.each { |path| File.delete(path) }
+      removed = Loadscan.clear_cache(dir)
       emit({ "cache_dir" => dir, "removed" => removed },
-            removed.empty? ? "nothing to remove in #{dir}" : removed.map { |path| "removed #{path}" })
+           removed.empty? ? "nothing to remove in #{dir}" : removed.map { |path| "removed #{path}" })
       0
     end
 
     # The name loadscan gives its cache file (an old `index` may be another tool's: left alone).
-    CACHE_FILES = %w[loadscan.cache].freeze
+    CACHE_FILE = Loadscan::CACHE_FILES.first
 
     def cmd_doctor(_args)
       require_relative "doctor"

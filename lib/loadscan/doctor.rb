@@ -55,6 +55,7 @@ module Loadscan
     def report
       r = probe
       r["cache"] = cache(r.dig("settings", "cache_dir"))
+      r["last_boot"] = r.dig("settings", "cache_dir")&.then { |dir| LastBoot.read(dir) }
       r["problems"] = problems(r)
       r["ok"] = r["problems"].empty?
       r
@@ -72,6 +73,7 @@ module Loadscan
         lines << (c["exists"] ? "cache: #{c["path"]} (#{c["size"]} bytes, owner #{c["owner"]}, mode #{c["mode"]}, #{c["age_s"]} s old)" : "cache: none yet at #{c["path"]}")
       end
       lines << "settings: #{report["settings"]&.map { |k, v| "#{k}=#{v}" }&.join(", ")}"
+      lines << "last boot: #{report["last_boot"] ? LastBoot.describe(report["last_boot"]) : "none recorded yet"}"
       if report["problems"].empty?
         lines << "ok"
       else
@@ -98,7 +100,7 @@ module Loadscan
     def cache(dir)
       return nil unless dir
 
-      path = CLI::CACHE_FILES.map { |n| File.join(dir, n) }.find { |p| File.file?(p) } || File.join(dir, CLI::CACHE_FILES.first)
+      path = File.join(dir, CLI::CACHE_FILE)
       st = File.stat(path)
       owner = (Etc.getpwuid(st.uid).name rescue st.uid) # rubocop:disable Style/RescueModifier
       { "path" => path, "exists" => true, "size" => st.size, "owner" => owner, "mode" => format("%o", st.mode & 0o7777),
@@ -115,13 +117,17 @@ module Loadscan
       list << "the extension did not load (#{r["native"]}): rebuild it (`gem pristine loadscan`, or `rake compile`)" if r["native"]
       unless r["set_up_by_boot"]
         list << "#{r["boot"] || "the boot"} does not set loadscan up: add `require \"loadscan/setup\"` after " \
-                "`require \"bundler/setup\"` in config/boot.rb (and `gem \"loadscan\", require: false` to the Gemfile)"
+                "`require \"bundler/setup\"` in config/boot.rb (and `gem \"loadscan\", require: \"loadscan/railtie\"` to a Rails app's Gemfile)"
       end
       if r["active"] && !r["engaged"]
         list << "require does not reach loadscan: Kernel#require is #{r["require"]}, which does not call the require " \
                 "it replaced; set loadscan up after it"
       end
       (r["setting_problems"] || []).each { |p| list << "setting: #{p}" }
+      if (last = r["last_boot"]) && !last["engaged"]
+        list << "the last boot (#{last["program"]}, #{last["at"]}) did not reach loadscan: something set up after it " \
+                "redefined require; its warning names it (`LOADSCAN_STATS=1` shows the figures)"
+      end
       c = r["cache"]
       if c && c["exists"] && r["stats"] && r["stats"]["roots_from_cache"].to_i.zero? && r["stats"]["load_path_entries"].to_i.positive?
         list << "the cache at #{c["path"]} served no entry (another Ruby or loadscan wrote it, or it is not trusted): " \

@@ -5,7 +5,7 @@
 mod common;
 
 use common::TempTree;
-use loadscan_core::store::{encode, load, CacheDir, TrustPolicy};
+use loadscan_core::{encode, load, CacheDir, TrustPolicy};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::{Command, Stdio};

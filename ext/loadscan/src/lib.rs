@@ -18,7 +18,7 @@ mod nogvl;
 mod options;
 mod resolver;
 
-use loadscan_core::scan::{Kind, ProblemKind};
+use loadscan_core::{Kind, ProblemKind};
 use magnus::value::{Lazy, LazyId};
 use magnus::{function, prelude::*, Error, RArray, RHash, RString, Ruby, Value};
 use resolver::Answer;
@@ -161,6 +161,7 @@ fn problem_array(ruby: &Ruby, problems: Vec<(ProblemKind, String)>) -> RArray {
             ProblemKind::TooLarge => "too_large",
             ProblemKind::Vanished => "vanished",
             ProblemKind::Failed => "failed",
+            ProblemKind::CaseFolding => "case_folding",
         };
         let _ =
             out.push(ruby.ary_new_from_values(&[ruby.to_symbol(kind).as_value(), ruby.str_new(&message).as_value()]));
@@ -229,7 +230,7 @@ fn stems(ruby: &Ruby) -> RArray {
 /// `stable_hash(string)`: 16 hex digits, the same in every process and on every machine (names
 /// the per-program cache directory of a script outside any app).
 fn stable_hash(s: RString) -> String {
-    format!("{:016x}", loadscan_core::hash::stable_hash(unsafe { s.as_slice() }))
+    format!("{:016x}", loadscan_core::stable_hash(unsafe { s.as_slice() }))
 }
 
 #[magnus::init]

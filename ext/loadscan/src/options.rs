@@ -5,9 +5,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use loadscan_core::index::SyncPolicy;
-use loadscan_core::scan::ScanOptions;
-use loadscan_core::store::Validation;
+use loadscan_core::{ScanOptions, SyncPolicy, Validation};
 use magnus::r_hash::ForEach;
 use magnus::value::LazyId;
 use magnus::{prelude::*, Error, RHash, RString, Ruby, Symbol, TryConvert, Value};

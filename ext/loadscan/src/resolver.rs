@@ -18,16 +18,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
-use loadscan_core::index::{Index, LazyStats, Located, SyncPolicy, Want};
-use loadscan_core::scan::Kind;
-use loadscan_core::scan::{ProblemKind, ScanProblem};
-use loadscan_core::store::{self, CacheDir, LoadError};
+use loadscan_core::{bound_dead_roots, encode, CacheDir, LoadError};
+use loadscan_core::{resolve, settle, Index, LazyStats, Located, Lookup, SyncPolicy};
+use loadscan_core::{Kind, ProblemKind, ScanProblem};
+pub use loadscan_core::{Reason, Resolved, PROBE};
 use rb_sys::VALUE;
 
 use crate::load_path::{LoadPath, Polled};
 use crate::nogvl::{raise_pending, without_gvl};
-use loadscan_core::index::Query;
-use loadscan_core::scan::list_deferred;
+use loadscan_core::{list_deferred, Query};
 use magnus::Error;
 
 /// Where the time went, for `Loadscan.stats`.
@@ -71,13 +70,6 @@ const ZERO: AtomicUsize = AtomicUsize::new(0);
 static DEFERRED: [AtomicUsize; Reason::ALL.len()] = [ZERO; Reason::ALL.len()];
 /// Probes that reached the decorator (see `PROBE`).
 static PROBES: AtomicUsize = AtomicUsize::new(0);
-
-/// The feature `Loadscan::CoreExt` requires to find out whether a plain `require` still reaches
-/// loadscan: a bare feature, so that it takes the way of every searching require (a layer in
-/// front that answers features itself — Bootsnap's load path cache — answers this one too and
-/// so shows that it stands in the way), with a newline in a directory name, so that no
-/// load-path entry has it if it reaches Ruby's own search instead.
-pub const PROBE: &[u8] = b"loadscan\n/probe";
 
 /// What a lookup gives back to Ruby.
 pub enum Answer {
@@ -195,8 +187,8 @@ pub fn save() -> Saved {
         let now =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
         let mut records = index.records(now, now - PRUNE_AFTER_S);
-        store::bound_dead_roots(&mut records, on_path);
-        let bytes = store::encode(&records, &cache.env);
+        bound_dead_roots(&mut records, on_path);
+        let bytes = encode(&records, &cache.env);
         let dir = CacheDir::create(&cache.dir, cache.uid).map_err(|e| e.to_string())?;
         dir.write_atomic(CACHE_FILE, &bytes).map_err(|e| e.to_string())
     });
@@ -256,17 +248,13 @@ impl State {
     /// Where `feature` is, as Ruby's search would find it now: its file, `None` for a miss the
     /// index is sure of (every volatile root asked, `Index::confirm_missing`), or why Ruby's own
     /// search must answer. The one lookup behind `require`, `resolve_feature_path` and `lookup`.
-    fn find(&mut self, feature: &[u8]) -> Result<(Want, Option<Found>), Reason> {
+    fn find(&mut self, feature: &[u8]) -> Result<Lookup, Reason> {
         let q = self.index.parse(feature).ok_or(Reason::NotFeature)?;
         let located = locate(&mut self.index, &q);
         self.absorb_lazy();
         let index = &self.index;
-        match located {
-            Located::Found(root, kind) => Ok((q.want, Some((index.path_of(root, &q.stem, kind), kind)))),
-            Located::Missing if without_gvl(|| index.confirm_missing(&q.stem)) => Ok((q.want, None)),
-            Located::Missing => Err(Reason::Missing),
-            Located::Unknown => Err(Reason::BlindSpot),
-        }
+        let found = settle(located, || without_gvl(|| index.confirm_missing(&q.stem)))?;
+        Ok((q.want, found.map(|(root, kind)| (index.path_of(root, &q.stem, kind), kind))))
     }
 
     /// Takes what lazy listings during the last lookup worked around.
@@ -342,64 +330,6 @@ pub fn try_lookup(feature: &[u8]) -> Result<Answer, Error> {
     })
 }
 
-/// What `require(feature)` should do now.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Resolved {
-    /// Require this absolute path: it is the file stock Ruby would load.
-    Path(Vec<u8>),
-    /// Stock Ruby would return `false` without loading anything (already loaded).
-    Loaded,
-    /// No entry has the feature, and none can have gained it since it was listed: stock Ruby
-    /// would search every entry and raise its `LoadError`.
-    Missing,
-    /// Ask Ruby's own `require`, for this reason.
-    Defer(Reason),
-    /// The feature was `PROBE`: the decorator is reached.
-    Probe,
-}
-
-/// Why a require was left to Ruby (`Loadscan.stats[:left_to_ruby]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    /// Not a String (`to_path`/`to_str` objects, wrong types: Ruby converts or raises).
-    NotString,
-    /// A path, not a feature to search for: absolute, `./`, `../`, `~`, empty, or with a NUL.
-    NotFeature,
-    /// No entry had it, but an application directory where it would be changed since it was
-    /// listed (Ruby searches, and finds it or raises its `LoadError`).
-    Missing,
-    /// A blind spot (unreadable directory, cut symlink loop, …) could change the answer.
-    BlindSpot,
-    /// Already loaded under another spelling, or being loaded right now: Ruby's own rules
-    /// (its wait, or its circular-require warning) decide.
-    Loaded,
-    /// Another thread was scanning, `$LOAD_PATH` could not be mirrored (an entry's `to_path`
-    /// raised, a `~` entry), or loadscan is stopped.
-    Unavailable,
-}
-
-impl Reason {
-    pub const ALL: [Reason; 6] = [
-        Reason::NotString,
-        Reason::NotFeature,
-        Reason::Missing,
-        Reason::BlindSpot,
-        Reason::Loaded,
-        Reason::Unavailable,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Reason::NotString => "not_string",
-            Reason::NotFeature => "not_feature",
-            Reason::Missing => "missing",
-            Reason::BlindSpot => "blind_spot",
-            Reason::Loaded => "loaded",
-            Reason::Unavailable => "unavailable",
-        }
-    }
-}
-
 /// Counts a require left to Ruby (the binding also calls this for arguments it never hands
 /// to `resolve`).
 pub fn count_deferred(reason: Reason) {
@@ -444,29 +374,16 @@ fn with_cstr<R>(bytes: &[u8], f: impl FnOnce(*const std::os::raw::c_char) -> R) 
     Some(f(owned.as_ptr()))
 }
 
-/// What `require(feature)` should do, mirroring `load.c`'s `search_required`:
-///
-/// - not provided: require the indexed path;
-/// - provided as `foo.rb` / `foo.so` spelled with the extension: Ruby returns `false`;
-/// - provided, bare `foo`: Ruby returns `false` unless its search would reach a file not yet
-///   loaded. It searches `.rb` first (then the extension), so when the `.rb` the index finds
-///   is loaded, or there is none and the extension it finds is loaded (or there is neither),
-///   the answer is `false` — this spares the failed probe of every entry that stock Ruby makes
-///   when a native extension is required again. Anything else goes to Ruby.
-///
-/// A bare feature being loaded right now (by this or another thread) is required by its indexed
-/// path, where Ruby waits or warns about the circular require exactly as after its own search;
-/// with an extension, Ruby takes the loading path itself (no search), so it goes to Ruby.
-///
-/// What Ruby raised meanwhile (an entry's `to_path`, an interrupt) comes back as an `Err` for
-/// the caller to raise once its own frames are done.
+/// What `require(feature)` should do ([`resolve`]). What Ruby raised meanwhile (an
+/// entry's `to_path`, an interrupt) comes back as an `Err` for the caller to raise once its own
+/// frames are done.
 pub fn try_resolve(feature: &[u8]) -> Result<Resolved, Error> {
-    if feature == PROBE {
-        PROBES.fetch_add(1, Ordering::Relaxed);
-        return Ok(Resolved::Probe);
-    }
-    let answer = resolve_uncounted(feature)?;
+    let find = || Ok(try_synced(|s| s.find(feature))?.unwrap_or(Err(Reason::Unavailable)));
+    let answer = resolve(feature, find, provided)?;
     match answer {
+        Resolved::Probe => {
+            PROBES.fetch_add(1, Ordering::Relaxed);
+        }
         Resolved::Defer(reason) => count_deferred(reason),
         Resolved::Missing => {
             MISSES.fetch_add(1, Ordering::Relaxed);
@@ -477,30 +394,6 @@ pub fn try_resolve(feature: &[u8]) -> Result<Resolved, Error> {
     }
     Ok(answer)
 }
-
-fn resolve_uncounted(feature: &[u8]) -> Result<Resolved, Error> {
-    let (want, path) = match try_synced(|s| s.find(feature))? {
-        Some(Ok(found)) => found,
-        Some(Err(reason)) => return Ok(Resolved::Defer(reason)),
-        None => return Ok(Resolved::Defer(Reason::Unavailable)),
-    };
-    Ok(match (provided(feature)?, want, path) {
-        (Some(false), _, Some((p, _))) => Resolved::Path(p),
-        (Some(false), _, None) => Resolved::Missing,
-        // Being loaded (by this thread: a circular require; or by another). For a bare feature
-        // Ruby's own `require` then searches anyway (`rb_feature_p` gives no type for it) and
-        // takes the load lock of the file its search finds: the same file the index found, so
-        // requiring that path gives the same wait, circular-require warning or load.
-        (None, Want::Bare, Some((p, _))) => Resolved::Path(p),
-        (Some(true), Want::Rb | Want::Ext, _) => Resolved::Loaded,
-        (Some(true), Want::Bare, None) => Resolved::Loaded,
-        (Some(true), Want::Bare, Some((p, Kind::Rb | Kind::Ext))) if provided(&p)? == Some(true) => Resolved::Loaded,
-        _ => Resolved::Defer(Reason::Loaded),
-    })
-}
-
-/// The absolute path of the file `require` would load, and its kind.
-type Found = (Vec<u8>, Kind);
 
 /// A file and its kind, `None` for a sure miss, or `Err(())`: Ruby's own search must answer.
 pub type FeaturePath = Result<Option<(Kind, Vec<u8>)>, ()>;
@@ -588,7 +481,7 @@ pub fn stats() -> Option<Stats> {
 
 /// What the index holds about `feature` (`loadscan explain`); `None` when it is not a feature
 /// the index answers (a path, or loadscan stopped or busy).
-pub fn explain(feature: &[u8]) -> Option<loadscan_core::index::Explanation> {
+pub fn explain(feature: &[u8]) -> Option<loadscan_core::Explanation> {
     with_synced(|s| s.index.parse(feature).map(|q| s.index.explain(&q))).flatten()
 }
 

@@ -77,6 +77,9 @@ pub enum ProblemKind {
     Vanished,
     /// The scan itself failed (a bug): the whole root is left to Ruby's require.
     Failed,
+    /// The directory is on a file system (or has the attribute) that folds case, where
+    /// `require` may open a file under another spelling: left to Ruby's require.
+    CaseFolding,
 }
 
 /// Something the scanner noticed and worked around. Carries the path and the I/O error.
@@ -100,6 +103,7 @@ impl fmt::Display for ScanProblem {
             ProblemKind::TooLarge => "too deep or too large, left to Ruby's require",
             ProblemKind::Vanished => "changed during the scan, left to Ruby's require",
             ProblemKind::Failed => "scan failed, left to Ruby's require",
+            ProblemKind::CaseFolding => "names fold case here, left to Ruby's require",
         };
         write!(f, "{}: {}", self.path.display(), what)?;
         if let Some(e) = &self.error {

@@ -1,5 +1,6 @@
 //! Scanning load-path entries: see [`scan_roots`].
 
+mod case;
 mod listing;
 mod options;
 mod oracle;
@@ -14,6 +15,8 @@ pub use walk::{list_deferred, refresh, scan_roots};
 /// The entry digest of one directory, listed without descending (for revalidation).
 pub fn dir_digest(path: &std::path::Path) -> std::io::Result<u64> {
     let mut digest = 0u64;
-    readdir::list(path, |name, found| digest = digest.wrapping_add(readdir::entry_digest(name, &found)))?;
+    readdir::list(path, case::Ask::Never, |name, found| {
+        digest = digest.wrapping_add(readdir::entry_digest(name, &found))
+    })?;
     Ok(digest)
 }

@@ -64,6 +64,12 @@ fn visit(
         }
     };
     let id = (md.dev(), md.ino());
+    let asked = rel.is_empty() || ancestors.last().is_some_and(|&(dev, _)| dev != md.dev());
+    if asked && super::case::folds_at(dir) {
+        out.problems.push(ScanProblem { kind: ProblemKind::CaseFolding, path: dir.to_path_buf(), error: None });
+        out.blind.push(rel);
+        return;
+    }
     if ancestors.contains(&id) {
         out.blind.push(rel);
         return;

@@ -15,7 +15,18 @@
 use std::io;
 use std::path::Path;
 
+use super::case::Ask;
 use super::listing::DirStamp;
+
+/// What listing a directory found besides its entries.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Listed {
+    /// Its identity and change stamp.
+    pub(crate) stamp: DirStamp,
+    /// It was asked (see [`Ask`]) and its names fold case: `require` may open an entry under
+    /// another spelling, so the directory must be left to Ruby (`super::case`).
+    pub(crate) folds: bool,
+}
 
 /// The errors the scanner tells apart, never by a number written by hand (they differ between
 /// systems, `ELOOP` is 40 on Linux and 62 on macOS, where 62 is `ETIME` on Linux). On Linux
@@ -117,6 +128,7 @@ pub(crate) enum Found {
 #[cfg(all(target_os = "linux", not(feature = "portable-readdir")))]
 mod imp {
     use super::*;
+    use crate::scan::case::{self, ByType};
     use rustix::fs::{fstat, openat, statat, AtFlags, FileType, Mode, OFlags, RawDir, CWD};
     use std::mem::MaybeUninit;
 
@@ -128,7 +140,7 @@ mod imp {
         }
     }
 
-    pub(crate) fn list(path: &Path, mut visit: impl FnMut(&[u8], Found)) -> io::Result<DirStamp> {
+    pub(crate) fn list(path: &Path, ask: Ask, mut visit: impl FnMut(&[u8], Found)) -> io::Result<Listed> {
         let fd = openat(CWD, path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
         let st = fstat(&fd)?;
         let stamp = DirStamp {
@@ -137,6 +149,8 @@ mod imp {
             mtime_ns: (st.st_mtime as i64) * 1_000_000_000 + st.st_mtime_nsec as i64,
             size: st.st_size as u64,
         };
+        let by_type = if ask.wanted(stamp.dev) { case::by_type(&fd) } else { ByType::Exact };
+        let mut sample: Option<Vec<u8>> = None;
         let mut buf = [MaybeUninit::<u8>::uninit(); 32 * 1024];
         let mut dir = RawDir::new(&fd, &mut buf);
         while let Some(entry) = dir.next() {
@@ -144,6 +158,9 @@ mod imp {
             let name = entry.file_name().to_bytes();
             if name == b"." || name == b".." {
                 continue;
+            }
+            if by_type == ByType::Probe && sample.is_none() {
+                sample = case::swapped(name);
             }
             let found = match entry.file_type() {
                 FileType::Symlink | FileType::Unknown => match statat(&fd, entry.file_name(), AtFlags::empty()) {
@@ -157,7 +174,14 @@ mod imp {
             };
             visit(name, found);
         }
-        Ok(stamp)
+        let folds = match by_type {
+            ByType::Exact => false,
+            ByType::Folds => true,
+            ByType::Probe => case::folds_by_lookup(sample.map(|name| {
+                statat(&fd, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW).map(|_| ()).map_err(io::Error::from)
+            })),
+        };
+        Ok(Listed { stamp, folds })
     }
 }
 
@@ -177,7 +201,7 @@ mod imp {
         }
     }
 
-    pub(crate) fn list(path: &Path, mut visit: impl FnMut(&[u8], Found)) -> io::Result<DirStamp> {
+    pub(crate) fn list(path: &Path, ask: Ask, mut visit: impl FnMut(&[u8], Found)) -> io::Result<Listed> {
         let md = std::fs::metadata(path)?;
         if !md.is_dir() {
             // The system's own ENOTDIR, whatever its number.
@@ -204,7 +228,8 @@ mod imp {
             };
             visit(entry.file_name().as_bytes(), found);
         }
-        Ok(stamp)
+        let folds = ask.wanted(stamp.dev) && crate::scan::case::folds_at(path);
+        Ok(Listed { stamp, folds })
     }
 }
 

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
+use super::case::Ask;
 use super::listing::{DirRecord, FileEntry, Listing, ProblemKind, RootState, ScanProblem};
 use super::options::ScanOptions;
 use super::readdir::{entry_digest, errno, list, Found};
@@ -81,6 +82,9 @@ struct Walk<'a> {
     keep: Option<&'a HashSet<Vec<u8>>>,
     /// Listing one deferred directory: if it is gone, it is simply empty now.
     lazy: bool,
+    /// Listing one deferred directory: the root's device, if it could be read (a directory on
+    /// another one is asked whether it folds case, `super::case`).
+    lazy_root_dev: Option<u64>,
 }
 
 impl Walk<'_> {
@@ -112,7 +116,14 @@ impl Walk<'_> {
         if let Some(hook) = &self.opts.before_list.0 {
             hook(&path);
         }
-        let result = list(&path, |name, found| {
+        // A root is asked whether its names fold case; below it, only a mount point (another
+        // device than the parent's, or for a lazily listed directory, than the root's).
+        let ask = match job.ancestors.last() {
+            _ if job.rel.is_empty() => Ask::Always,
+            Some(&(dev, _)) => Ask::IfOffDevice(dev),
+            None => self.lazy_root_dev.map_or(Ask::Always, Ask::IfOffDevice),
+        };
+        let result = list(&path, ask, |name, found| {
             digest = digest.wrapping_add(entry_digest(name, &found));
             match found {
                 Found::Dir => {
@@ -137,8 +148,8 @@ impl Walk<'_> {
                 }
             }
         });
-        let stamp = match result {
-            Ok(stamp) => stamp,
+        let listed = match result {
+            Ok(listed) => listed,
             Err(e) => {
                 let top = job.rel.is_empty();
                 let (absent, not_dir) = (errno::not_found(&e), errno::not_dir(&e));
@@ -163,6 +174,15 @@ impl Walk<'_> {
         if job.rel.is_empty() {
             out.state = Some(RootState::Dir);
         }
+        if listed.folds {
+            out.files.clear();
+            out.blind.clear();
+            out.problems.clear();
+            out.blind.push(job.rel.clone());
+            out.problems.push(problem(ProblemKind::CaseFolding, path, None));
+            return (out, Vec::new());
+        }
+        let stamp = listed.stamp;
         let id = (stamp.dev, stamp.ino);
         if job.ancestors.contains(&id) {
             out.files.clear();
@@ -206,8 +226,14 @@ struct Queue {
 
 /// Scans every root and returns one listing per root, in the same order.
 pub fn scan_roots(roots: &[PathBuf], opts: &ScanOptions) -> Vec<Listing> {
-    let walk =
-        Walk { roots, opts, dirs_seen: roots.iter().map(|_| AtomicUsize::new(0)).collect(), keep: None, lazy: false };
+    let walk = Walk {
+        roots,
+        opts,
+        dirs_seen: roots.iter().map(|_| AtomicUsize::new(0)).collect(),
+        keep: None,
+        lazy: false,
+        lazy_root_dev: None,
+    };
     let initial: Vec<Job> =
         (0..roots.len()).rev().map(|root| Job { root, rel: Vec::new(), depth: 0, ancestors: Vec::new() }).collect();
     assemble(roots, opts, run_jobs(&walk, initial, roots.len(), opts.threads))
@@ -232,7 +258,10 @@ fn failed(root: &Path, rel: &[u8]) -> Listing {
 /// depth cap still applies).
 pub fn list_deferred(root: &Path, rel: &[u8], opts: &ScanOptions) -> Listing {
     let roots = vec![root.to_path_buf()];
-    let walk = Walk { roots: &roots, opts, dirs_seen: vec![AtomicUsize::new(0)], keep: None, lazy: true };
+    // One `stat` of the root per lazy listing: the device a mount point below it differs from.
+    let lazy_root_dev = std::fs::metadata(root).ok().map(|md| md.dev());
+    let walk =
+        Walk { roots: &roots, opts, dirs_seen: vec![AtomicUsize::new(0)], keep: None, lazy: true, lazy_root_dev };
     let depth = 1 + rel.iter().filter(|&&c| c == b'/').count();
     let job = Job { root: 0, rel: rel.to_vec(), depth, ancestors: Vec::new() };
     let outputs = run_jobs(&walk, vec![job], 1, 1);
@@ -296,6 +325,8 @@ pub fn refresh(old: &Listing, changed: &[Vec<u8>], opts: &ScanOptions) -> Listin
         dirs_seen: vec![AtomicUsize::new(old.dirs.len())],
         keep: Some(&keep),
         lazy: false,
+        // Jobs relisted lazily (no ancestors) compare their device with the root's record.
+        lazy_root_dev: old.dirs.iter().find(|d| d.rel.is_empty()).map(|d| d.stamp.dev),
     };
     let outputs = run_jobs(&walk, jobs, 1, opts.threads);
     if outputs.iter().any(|o| o.rel.is_empty() && matches!(o.state, Some(RootState::Missing | RootState::NotDir))) {

@@ -1,0 +1,51 @@
+# frozen_string_literal: true
+
+require_relative "../test_helper"
+require_relative "../support/bundler_app"
+
+# `rake loadscan:clear` and `tmp:clear` in a real Rails app (`rails new --minimal`, locked
+# offline), with loadscan in the Gemfile as the README says: `require: "loadscan/railtie"`.
+class RailsTasksTest < Minitest::Test
+  App = Loadscan::TestSupport::BundlerApp
+
+  def rails(app, *args, env: {})
+    out, err, status = Open3.capture3(App.env(app).merge("SECRET_KEY_BASE" => "x" * 64).merge(env),
+                                      App::RUBY, "bin/rails", *args, chdir: app)
+    assert status.success?, "bin/rails #{args.join(" ")} failed:\n#{err}"
+    [out, err]
+  end
+
+  def cache_files(dir)
+    %w[loadscan.cache last_boot.json].select { |f| File.file?(File.join(dir, f)) }
+  end
+
+  def test_loadscan_clear_and_tmp_clear
+    Dir.mktmpdir("loadscan-rails-tasks") do |dir|
+      app = App.rails_app(dir) or skip "Debian's rails is not installed"
+      gemfile = File.join(app, "Gemfile")
+      File.write(gemfile, File.read(gemfile).sub(/require: false$/, 'require: "loadscan/railtie"'))
+      default = File.join(app, "tmp/cache/loadscan")
+
+      out, = rails(app, "-T", "loadscan")
+      assert_match(/^(bin\/)?rails loadscan:clear\s+#\s+Delete loadscan's cache/, out)
+
+      rails(app, "runner", "nil")
+      assert_equal %w[loadscan.cache last_boot.json], cache_files(default)
+      out, err = rails(app, "loadscan:clear")
+      assert_empty cache_files(default), "#{out}\n#{err}"
+      assert_includes out, "removed #{default}/loadscan.cache"
+
+      rails(app, "runner", "nil")
+      assert_equal %w[loadscan.cache last_boot.json], cache_files(default)
+      rails(app, "tmp:clear")
+      assert_empty cache_files(default)
+
+      # A cache dir outside tmp/ is cleared by tmp:clear too.
+      elsewhere = File.join(dir, "elsewhere")
+      rails(app, "runner", "nil", env: { "LOADSCAN_CACHE_DIR" => elsewhere })
+      assert_equal %w[loadscan.cache last_boot.json], cache_files(elsewhere)
+      rails(app, "tmp:clear", env: { "LOADSCAN_CACHE_DIR" => elsewhere })
+      assert_empty cache_files(elsewhere)
+    end
+  end
+end
