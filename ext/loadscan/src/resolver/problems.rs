@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use loadscan_core::{ProblemKind, ScanProblem};
 
-use super::state::{State, STATE};
+use super::state::{in_main_ractor, State, STATE};
 
 /// Set when a scan found problems not yet handed out for a warning (checked on every require,
 /// so it is an atomic rather than a trip through the lock).
@@ -31,9 +31,10 @@ pub fn problems() -> Vec<(ProblemKind, String)> {
     }
 }
 
-/// Problems not handed out for a warning yet (the caller warns after the lock is released).
+/// Problems not handed out for a warning yet (the caller warns after the lock is released);
+/// only in the Ractor that started loadscan (the `on_problems` callable is one of its objects).
 pub fn unreported_problems() -> Vec<(ProblemKind, String)> {
-    if !UNREPORTED.swap(false, Ordering::Relaxed) {
+    if !in_main_ractor() || !UNREPORTED.swap(false, Ordering::Relaxed) {
         return Vec::new();
     }
     match STATE.try_lock() {
