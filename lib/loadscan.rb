@@ -37,8 +37,10 @@ module Loadscan
         return false
       end
 
-      warning = Native.start($LOAD_PATH, @config.dlext, @config.threads, @config.cache_dir, @config.env_key,
-                             Process.euid, @config.validate == "listing", @config.stable_dirs, @config.lazy)
+      warning = Native.start($LOAD_PATH, dlext: @config.dlext, threads: @config.threads, cache_dir: @config.cache_dir,
+                                         env_key: @config.env_key, uid: Process.euid, validate: @config.validate,
+                                         stable_dirs: @config.stable_dirs, lazy: @config.lazy,
+                                         on_problems: ->(problems) { Warnings.scan_problems(problems) })
       Warnings.once(:cache, warning) if warning
       Native.sync
       instrument(:cache_load) do
@@ -88,8 +90,7 @@ module Loadscan
     private def save_cache
       return :skipped unless active? && @config.cache_dir && !@config.readonly
 
-      pause = ENV["LOADSCAN_TEST_WRITE_PAUSE"].to_f # test hook: stop halfway through a write
-      result = Native.save(pause)
+      result = Native.save
       return result if result.is_a?(Symbol)
 
       Warnings.once(:cache_write, result)
@@ -175,12 +176,6 @@ module Loadscan
              hits: s[:hits], misses: s[:misses], deferred: s[:deferred], why: left.empty? ? "" : " (#{left.join(", ")})",
              entries: s[:load_path_entries], cached: s[:roots_from_cache], scanned: s[:roots_scanned] + s[:roots_refreshed],
              lazy: s[:dirs_listed_lazily], saved: saved, setup: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms])
-    end
-
-    # Stops answering from the index; `require` behaves as stock Ruby. For tests.
-    def teardown
-      Native.stop if Native.available?
-      @active = false
     end
   end
 end

@@ -28,10 +28,6 @@ module Loadscan
         more = problems.size > 3 ? " and #{problems.size - 3} more (Loadscan.problems lists them)" : ""
         once(:scan, "left to Ruby's require: #{shown}#{more}")
       end
-
-      def reset! # for tests
-        @said = {}
-      end
     end
   end
 end

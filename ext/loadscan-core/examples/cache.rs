@@ -11,8 +11,8 @@
 //! Prints one line per repetition: `load_ns first_lookup_ns`, then one summary line
 //! `lookup_hit_ns lookup_miss_ns features bytes rss_kb`. Revalidation (a `stat` per root) is not
 //! part of "load"; it is reported by `Loadscan.stats` in real boots.
-use loadscan_core::index::{Index, Resolution};
-use loadscan_core::store::{load, TrustPolicy};
+use loadscan_core::{load, TrustPolicy};
+use loadscan_core::{Index, Located};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -47,7 +47,7 @@ fn main() {
         let loaded = t.elapsed();
         let r = index.lookup(features[0].as_bytes());
         let first = t.elapsed() - loaded;
-        assert!(matches!(r, Resolution::Found { .. }), "first feature must be a hit");
+        assert!(matches!(r, Located::Found(..)), "first feature must be a hit");
         println!("{} {}", loaded.as_nanos(), first.as_nanos());
         kept = Some(index);
     }
@@ -60,7 +60,7 @@ fn main() {
         let mut found = 0usize;
         for _ in 0..rounds {
             for f in fs {
-                found += matches!(index.lookup(f.as_bytes()), Resolution::Found { .. }) as usize;
+                found += matches!(index.lookup(f.as_bytes()), Located::Found(..)) as usize;
             }
         }
         (t.elapsed().as_nanos() as f64 / (rounds * fs.len()) as f64, found)

@@ -4,9 +4,9 @@
 //! anyone could have written must be). Prints µs for write-to-disk-then-load + first lookup.
 //!
 //! `cargo run --release --example format_compare -p loadscan-core [FEATURES]`
-use loadscan_core::index::{Index, Resolution};
-use loadscan_core::scan::{FileEntry, Kind, Listing, RootState};
-use loadscan_core::store::{encode, RootRecord, Snapshot};
+use loadscan_core::{encode, RootRecord, Snapshot};
+use loadscan_core::{FileEntry, Kind, Listing, RootState};
+use loadscan_core::{Index, Located};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -42,7 +42,7 @@ fn main() {
         let bytes = std::fs::read(&ours).unwrap();
         let mut index = Index::from_snapshot(b"so", Snapshot::parse(bytes, b"env").unwrap());
         index.set_order(&order);
-        assert!(matches!(index.lookup(probe.as_bytes()), Resolution::Found { .. }));
+        assert!(matches!(index.lookup(probe.as_bytes()), Located::Found(..)));
         flat_us.push(t.elapsed().as_micros());
 
         let t = Instant::now();

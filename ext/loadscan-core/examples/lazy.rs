@@ -12,9 +12,9 @@
 //! repetition: `sync_ns lookups_ns dirs_listed_lazily answered records_ns encode_ns bytes
 //! warm_ns_per_lookup lazy_listing_ns` (writing the cache's records, encoding them, and the mean lookup time of
 //! the same features in an index served from that cache).
-use loadscan_core::index::{Index, Resolution, SyncPolicy};
-use loadscan_core::scan::ScanOptions;
-use loadscan_core::store::Validation;
+use loadscan_core::ScanOptions;
+use loadscan_core::Validation;
+use loadscan_core::{Index, Located, SyncPolicy};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -41,16 +41,14 @@ fn main() {
         index.sync(&roots, &policy);
         let sync_ns = t0.elapsed().as_nanos();
         let t1 = Instant::now();
-        let answered =
-            features.iter().filter(|f| matches!(index.lookup(f.as_bytes()), Resolution::Found { .. })).count();
+        let answered = features.iter().filter(|f| matches!(index.lookup(f.as_bytes()), Located::Found(..))).count();
         let lookups_ns = t1.elapsed().as_nanos();
         let t2 = Instant::now();
         let records = index.records(0, 0);
         let records_ns = t2.elapsed().as_nanos();
         if std::env::var_os("LAZY_COUNTS").is_some() {
-            let sum = |f: &dyn Fn(&loadscan_core::scan::Listing) -> usize| {
-                records.iter().map(|r| f(&r.listing)).sum::<usize>()
-            };
+            let sum =
+                |f: &dyn Fn(&loadscan_core::Listing) -> usize| records.iter().map(|r| f(&r.listing)).sum::<usize>();
             eprintln!(
                 "files {} dirs {} deferred {} blind {}",
                 sum(&|l| l.files.len()),
@@ -60,10 +58,10 @@ fn main() {
             );
         }
         let t3 = Instant::now();
-        let bytes = loadscan_core::store::encode(&records, b"env");
+        let bytes = loadscan_core::encode(&records, b"env");
         let encode_ns = t3.elapsed().as_nanos();
         // The next boot: the same lookups from the cache just written.
-        let snapshot = loadscan_core::store::Snapshot::parse(bytes.clone(), b"env").expect("own cache");
+        let snapshot = loadscan_core::Snapshot::parse(bytes.clone(), b"env").expect("own cache");
         let mut warm = Index::from_snapshot(b"so", snapshot);
         warm.sync(&roots, &policy);
         let t4 = Instant::now();

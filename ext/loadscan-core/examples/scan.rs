@@ -11,8 +11,8 @@
 //! Prints one line per repetition: `scan_ns index_ns files dirs roots` — the wall time of the
 //! scan, the time to build an `Index` from its listings (feature table), the loadable files and
 //! the directories listed. Only the public API is used.
-use loadscan_core::index::Index;
-use loadscan_core::scan::{scan_roots, scan_serial, Listing, ScanOptions};
+use loadscan_core::Index;
+use loadscan_core::{scan_roots, scan_serial, Listing, ScanOptions};
 use std::path::PathBuf;
 use std::time::Instant;
 

@@ -4,8 +4,7 @@
 //! No Ruby is needed: `cargo test` covers it all.
 //!
 //! ```no_run
-//! use loadscan_core::index::{Index, Resolution, SyncPolicy};
-//! use loadscan_core::{scan::ScanOptions, store::Validation};
+//! use loadscan_core::{Index, Located, ScanOptions, SyncPolicy, Validation};
 //! use std::path::PathBuf;
 //!
 //! let order = vec![PathBuf::from("/app/lib"), PathBuf::from("/usr/lib/ruby/3.1.0")];
@@ -14,14 +13,30 @@
 //! let policy = SyncPolicy { scan, validation: Validation::Mtime, stable: vec![] };
 //! let mut index = Index::new(b"so");
 //! index.sync(&order, &policy); // lists what it has not seen, then ranks
-//! if let Resolution::Found { root, stem, kind } = index.lookup(b"json") {
-//!     println!("{}", String::from_utf8_lossy(&index.path_of(root, &stem, kind)));
+//! let query = index.parse(b"json").expect("a feature, not a path");
+//! if let Located::Found(root, kind) = index.locate(&query) {
+//!     println!("{}", String::from_utf8_lossy(&index.path_of(root, &query.stem, kind)));
 //! }
 //! ```
 #![deny(missing_docs)]
 
-pub mod hash;
-pub mod index;
-pub mod realpath;
-pub mod scan;
-pub mod store;
+pub use hash::stable_hash;
+pub use index::{
+    resolve, settle, Explanation, Index, LazyStats, Lister, Located, Lookup, Query, Reason, Resolved, RootId,
+    SyncPolicy, SyncReport, Want, PROBE,
+};
+pub use realpath::RealPaths;
+pub use scan::{
+    list_deferred, scan_roots, scan_serial, DirRecord, DirStamp, FileEntry, Kind, ListHook, Listing, ProblemKind,
+    RootState, ScanOptions, ScanProblem,
+};
+pub use store::{
+    bound_dead_roots, encode, load, write_atomic, Bytes, CacheDir, DirError, LoadError, RootRecord, Snapshot,
+    TrustPolicy, Validation, DEAD_ROOTS_MIN, FORMAT_VERSION, MAX_FILE_LEN, RACY_NS,
+};
+
+mod hash;
+mod index;
+mod realpath;
+mod scan;
+mod store;

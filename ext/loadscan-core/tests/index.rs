@@ -2,28 +2,15 @@
 
 mod common;
 
-use common::TempTree;
-use loadscan_core::index::{Index, Resolution, SyncPolicy};
-use loadscan_core::scan::{scan_roots, ScanOptions};
-use loadscan_core::store::Validation;
+use common::{answer, policy, TempTree};
+use loadscan_core::Index;
+use loadscan_core::{scan_roots, ScanOptions};
 use std::path::PathBuf;
-
-fn policy() -> SyncPolicy {
-    SyncPolicy { scan: ScanOptions::default(), validation: Validation::Mtime, stable: vec![] }
-}
 
 fn index_for(order: &[PathBuf]) -> Index {
     let mut index = Index::new(b"so");
     index.sync(order, &policy());
     index
-}
-
-fn answer(index: &mut Index, feature: &str) -> String {
-    match index.lookup(feature.as_bytes()) {
-        Resolution::Found { root, stem, kind } => String::from_utf8(index.path_of(root, &stem, kind)).unwrap(),
-        Resolution::Missing => "missing".into(),
-        Resolution::Unknown => "unknown".into(),
-    }
 }
 
 #[test]

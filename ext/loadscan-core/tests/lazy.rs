@@ -3,29 +3,11 @@
 
 mod common;
 
-use common::TempTree;
-use loadscan_core::index::{Index, Located, Resolution, SyncPolicy};
-use loadscan_core::scan::{Kind, ScanOptions};
-use loadscan_core::store::{encode, Snapshot, Validation};
+use common::{answer, lazy_policy, policy, settled_cache, TempTree, ENV};
+use loadscan_core::Snapshot;
+use loadscan_core::{Index, Located, SyncPolicy};
+use loadscan_core::{Kind, ScanOptions};
 use std::path::{Path, PathBuf};
-
-const ENV: &[u8] = b"test-env";
-
-fn policy(eager_depth: usize, stable: Vec<PathBuf>) -> SyncPolicy {
-    SyncPolicy {
-        scan: ScanOptions { eager_depth, threads: 2, ..ScanOptions::default() },
-        validation: Validation::Mtime,
-        stable,
-    }
-}
-
-fn answer(index: &mut Index, feature: &str) -> String {
-    match index.lookup(feature.as_bytes()) {
-        Resolution::Found { root, stem, kind } => String::from_utf8(index.path_of(root, &stem, kind)).unwrap(),
-        Resolution::Missing => "missing".into(),
-        Resolution::Unknown => "unknown".into(),
-    }
-}
 
 /// What `require` would load, by trying every entry as Ruby does: `.rb` in every entry first,
 /// then the extension (something loadable: not a directory, reachable through symlinks).
@@ -54,9 +36,9 @@ fn lazy_answers_are_what_require_would_load_and_never_less_than_eager_ones() {
         let t = TempTree::new("lazy-random");
         let (order, stems) = random_tree(&t, seed);
         let mut eager = Index::new(b"so");
-        eager.sync(&order, &policy(usize::MAX, vec![]));
+        eager.sync(&order, &policy());
         let mut lazy = Index::new(b"so");
-        lazy.sync(&order, &policy(0, vec![]));
+        lazy.sync(&order, &lazy_policy());
         for stem in &stems {
             for f in [stem.clone(), format!("{stem}.rb"), format!("{stem}.so")] {
                 let truth = brute_force(&order, f.strip_suffix(".rb").or(f.strip_suffix(".so")).unwrap_or(&f));
@@ -91,7 +73,7 @@ fn only_the_directories_a_lookup_goes_through_are_listed() {
     t.file("g1/lib/shared/util.so").file("g4/lib/shared/util.rb");
     let order: Vec<PathBuf> = (0..5).map(|g| t.path(&format!("g{g}/lib"))).collect();
     let mut index = Index::new(b"so");
-    index.sync(&order, &policy(0, vec![]));
+    index.sync(&order, &lazy_policy());
     assert_eq!(index.lazy_stats().listed, 0, "a sync lists only the entries themselves");
     assert_eq!(answer(&mut index, "g2"), format!("{}/g2.rb", order[2].display()));
     assert_eq!(index.lazy_stats().listed, 0, "a top-level feature needs no directory below");
@@ -114,14 +96,8 @@ fn a_lazy_cache_holds_what_was_listed_and_grows_when_a_later_boot_needs_more() {
     t.file("gems/g/lib/g.rb").file("gems/g/lib/g/a.rb").file("gems/g/lib/g/b/c.rb").file("gems/g/lib/g/b/d.so");
     t.file("gems/g/lib/g/b/e/f.rb");
     let order = vec![t.path("app"), t.path("gems/g/lib")];
-    let p = policy(0, vec![t.path("gems")]);
-    let save = |index: &Index| {
-        let mut records = index.records(1_000, 0);
-        for r in &mut records {
-            r.scanned_at_ns = i64::MAX / 2; // outside the racy window
-        }
-        encode(&records, ENV)
-    };
+    let p = SyncPolicy { stable: vec![t.path("gems")], ..lazy_policy() };
+    let save = settled_cache;
     let warm = |bytes: &[u8]| {
         let mut index = Index::from_snapshot(b"so", Snapshot::parse(bytes.to_vec(), ENV).unwrap());
         let report = index.sync(&order, &p);
@@ -153,7 +129,7 @@ fn a_lazy_cache_holds_what_was_listed_and_grows_when_a_later_boot_needs_more() {
     let mut third = warm(&bytes);
     for f in ["models/user", "g/a", "g", "g/b/d", "models/admin/role", "g/b/c", "g/b/e/f"] {
         let mut fresh = Index::new(b"so");
-        fresh.sync(&order, &policy(usize::MAX, vec![]));
+        fresh.sync(&order, &policy());
         assert_eq!(answer(&mut third, f), answer(&mut fresh, f), "{f}");
     }
     assert_eq!(third.lazy_stats().listed, 0, "the second boot's listings were saved too");
@@ -164,13 +140,11 @@ fn changes_in_deferred_and_listed_directories_are_seen_by_the_next_boot() {
     let t = TempTree::new("lazy-change");
     t.file("app/a/x.rb").file("app/b/y.rb").file("app/c/z.rb");
     let order = vec![t.path("app")];
-    let p = policy(0, vec![]);
+    let p = lazy_policy();
     let mut cold = Index::new(b"so");
     cold.sync(&order, &p);
     assert_eq!(answer(&mut cold, "a/x"), format!("{}/a/x.rb", order[0].display()));
-    let mut records = cold.records(1_000, 0);
-    records[0].scanned_at_ns = i64::MAX / 2;
-    let bytes = encode(&records, ENV);
+    let bytes = settled_cache(&cold);
     // A file in a listed directory, one in a deferred one, a new directory at the top.
     t.file("app/a/new.rb").file("app/b/new.rb").file("app/d/new.rb");
     std::fs::remove_dir_all(t.path("app/c")).unwrap();
@@ -190,15 +164,13 @@ fn a_loop_listed_lazily_stays_followed_after_a_change() {
     let t = TempTree::new("lazy-loop-change");
     t.file("app/a/x.rb").link("app/a/up", "..");
     let order = vec![t.path("app")];
-    let p = policy(0, vec![]);
+    let p = lazy_policy();
     let mut cold = Index::new(b"so");
     cold.sync(&order, &p);
     let deep = "a/up/a/up/a/x";
     assert_eq!(answer(&mut cold, deep), brute_force(&order, deep));
     assert!(cold.take_problems().is_empty());
-    let mut records = cold.records(1_000, 0);
-    records[0].scanned_at_ns = i64::MAX / 2;
-    let bytes = encode(&records, ENV);
+    let bytes = settled_cache(&cold);
     t.file("app/new.rb").file("app/a/new.rb"); // app/ and app/a/ (so app/a/up/) change
     let mut warm = Index::from_snapshot(b"so", Snapshot::parse(bytes, ENV).unwrap());
     let report = warm.sync(&order, &p);
@@ -216,11 +188,11 @@ fn lazy_listings_go_through_the_given_lister_and_a_failing_one_blinds_only_its_d
     t.file("e/top.rb").file("e/a/b/x.rb").file("e/boom/y.rb").file("f/boom/y.rb");
     let order = vec![t.path("e"), t.path("f")];
     let mut index = Index::new(b"so");
-    index.sync(&order, &policy(0, vec![]));
+    index.sync(&order, &lazy_policy());
     let mut asked: Vec<String> = Vec::new();
     let mut lister = |root: &Path, rel: &[u8], opts: &ScanOptions| {
         asked.push(format!("{}:{}", root.file_name().unwrap().to_string_lossy(), String::from_utf8_lossy(rel)));
-        loadscan_core::scan::list_deferred(root, rel, opts)
+        loadscan_core::list_deferred(root, rel, opts)
     };
     let q = index.parse(b"a/b/x").unwrap();
     let found = index.locate_with(&q, &mut lister);
@@ -229,9 +201,8 @@ fn lazy_listings_go_through_the_given_lister_and_a_failing_one_blinds_only_its_d
     // A listing that panics (a bug, or here an injected fault) blinds that directory only.
     let hook: std::sync::Arc<dyn Fn(&Path) + Send + Sync> =
         std::sync::Arc::new(|p: &Path| assert!(!p.ends_with("boom"), "injected fault"));
-    let faulty = ScanOptions { before_list: loadscan_core::scan::ListHook(Some(hook)), ..policy(0, vec![]).scan };
-    let mut panicking =
-        |root: &Path, rel: &[u8], _: &ScanOptions| loadscan_core::scan::list_deferred(root, rel, &faulty);
+    let faulty = ScanOptions { before_list: loadscan_core::ListHook(Some(hook)), ..lazy_policy().scan };
+    let mut panicking = |root: &Path, rel: &[u8], _: &ScanOptions| loadscan_core::list_deferred(root, rel, &faulty);
     let q = index.parse(b"boom/y").unwrap();
     assert_eq!(index.locate_with(&q, &mut panicking), Located::Unknown);
     let q = index.parse(b"top").unwrap();

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{random_tree, TempTree};
-use loadscan_core::scan::{scan_roots, scan_serial, FileEntry, Kind, Listing, ProblemKind, RootState, ScanOptions};
+use loadscan_core::{scan_roots, scan_serial, FileEntry, Kind, Listing, ProblemKind, RootState, ScanOptions};
 use std::path::PathBuf;
 
 fn opts(threads: usize) -> ScanOptions {
@@ -151,7 +151,7 @@ fn random_trees_agree_with_the_oracle() {
 
 #[test]
 fn memoized_realpath_agrees_with_realpath_3() {
-    use loadscan_core::realpath::RealPaths;
+    use loadscan_core::RealPaths;
     let t = TempTree::new("realpath");
     t.dir("real/a/b").dir("real/c").dir("other/x");
     t.link("real/la", "a");
@@ -199,7 +199,7 @@ fn a_panicking_listing_blinds_one_directory_and_never_hangs() {
     let hook: std::sync::Arc<dyn Fn(&std::path::Path) + Send + Sync> =
         std::sync::Arc::new(|p: &std::path::Path| assert!(!p.ends_with("boom"), "injected fault"));
     for threads in [1, 2, 4] {
-        let opts = ScanOptions { threads, before_list: loadscan_core::scan::ListHook(Some(hook.clone())), ..opts(1) };
+        let opts = ScanOptions { threads, before_list: loadscan_core::ListHook(Some(hook.clone())), ..opts(1) };
         let roots = roots.clone();
         let listings = within_a_minute("a scan with a panicking worker", move || scan_roots(&roots, &opts));
         assert_eq!(files(&listings[0]), vec![("fine/y".into(), Kind::Rb), ("top".into(), Kind::Rb)], "{threads}");

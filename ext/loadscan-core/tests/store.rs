@@ -2,46 +2,26 @@
 
 mod common;
 
-use common::{Rng, TempTree};
-use loadscan_core::index::{Index, Resolution, SyncPolicy};
-use loadscan_core::scan::{scan_roots, ScanOptions};
-use loadscan_core::store::{
+use common::{answer, lazy_policy, policy, settled_cache, Rng, TempTree, ENV};
+use loadscan_core::{
     bound_dead_roots, encode, load, write_atomic, CacheDir, DirError, LoadError, RootRecord, Snapshot, TrustPolicy,
     Validation, DEAD_ROOTS_MIN, MAX_FILE_LEN, RACY_NS,
 };
+use loadscan_core::{scan_roots, ScanOptions};
+use loadscan_core::{Index, SyncPolicy};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-
-const ENV: &[u8] = b"test-env";
-
-fn policy(validation: Validation, stable: Vec<PathBuf>) -> SyncPolicy {
-    SyncPolicy { scan: ScanOptions { threads: 2, ..ScanOptions::default() }, validation, stable }
-}
-
-fn answer(index: &mut Index, feature: &str) -> String {
-    match index.lookup(feature.as_bytes()) {
-        Resolution::Found { root, stem, kind } => String::from_utf8(index.path_of(root, &stem, kind)).unwrap(),
-        Resolution::Missing => "missing".into(),
-        Resolution::Unknown => "unknown".into(),
-    }
-}
 
 /// Cold boot: scan everything, encode (backdating scan times past the racy window unless
 /// `racy`), return the bytes.
 fn cold(order: &[PathBuf], p: &SyncPolicy, racy: bool) -> (Index, Vec<u8>) {
     let mut index = Index::new(b"so");
     index.sync(order, p);
-    let mut records = index.records(1_000, 0);
-    if !racy {
-        for r in &mut records {
-            r.scanned_at_ns = i64::MAX / 2;
-        }
-    }
-    let bytes = encode(&records, ENV);
+    let bytes = if racy { encode(&index.records(1_000, 0), ENV) } else { settled_cache(&index) };
     (index, bytes)
 }
 
-fn warm(bytes: &[u8], order: &[PathBuf], p: &SyncPolicy) -> (Index, loadscan_core::index::SyncReport) {
+fn warm(bytes: &[u8], order: &[PathBuf], p: &SyncPolicy) -> (Index, loadscan_core::SyncReport) {
     let snapshot = Snapshot::parse(bytes.to_vec(), ENV).expect("valid snapshot");
     let mut index = Index::from_snapshot(b"so", snapshot);
     let report = index.sync(order, p);
@@ -71,7 +51,7 @@ fn a_warm_index_answers_like_the_cold_one_without_scanning() {
         .file("gems/g/lib/c.so")
         .file("gems/g/lib/.hidden/x.rb");
     let order = vec![t.path("app"), t.path("gems/g/lib")];
-    let p = policy(Validation::Mtime, vec![t.path("gems")]);
+    let p = SyncPolicy { stable: vec![t.path("gems")], ..policy() };
     let (mut cold_index, bytes) = cold(&order, &p, false);
     let (mut warm_index, report) = warm(&bytes, &order, &p);
     assert_eq!((report.scanned, report.refreshed, report.fresh), (0, 0, 2));
@@ -88,7 +68,7 @@ fn every_change_between_boots_is_caught() {
     let t = TempTree::new("changes");
     t.file("e1/keep.rb").file("e1/deep/x.rb").file("e2/shadow.rb").file("e2/moved/y.rb").file("e2/z.rb");
     let order = vec![t.path("e1"), t.path("e2")];
-    let p = policy(Validation::Mtime, vec![]);
+    let p = policy();
     let (_, bytes) = cold(&order, &p, false);
     // a file in a new subdirectory, a shadowing file in an earlier entry, a directory replaced
     // as `git checkout` does (new inode), a removed file
@@ -125,16 +105,14 @@ fn a_directory_moved_below_its_old_place_is_not_taken_for_a_loop() {
     let order = vec![t.path("e1")];
     let ino = |rel: &str| std::fs::metadata(t.path(rel)).unwrap().ino();
     for eager_depth in [usize::MAX, 0] {
-        let base = policy(Validation::Mtime, vec![]);
+        let base = policy();
         let p = SyncPolicy { scan: ScanOptions { eager_depth, ..base.scan.clone() }, ..base };
         let mut cold_index = Index::new(b"so");
         cold_index.sync(&order, &p);
         for f in ["a/b/x", "a/y"] {
             answer(&mut cold_index, f); // listed lazily (eager_depth 0), so cached too
         }
-        let mut records = cold_index.records(1_000, 0);
-        records.iter_mut().for_each(|r| r.scanned_at_ns = i64::MAX / 2); // out of the racy window
-        let bytes = encode(&records, ENV);
+        let bytes = settled_cache(&cold_index);
         let a = ino("e1/a");
         std::fs::rename(t.path("e1/a"), t.path("e1/moving")).unwrap();
         std::fs::create_dir(t.path("e1/a")).unwrap();
@@ -159,7 +137,7 @@ fn a_file_added_within_the_racy_window_is_caught() {
     let t = TempTree::new("racy");
     t.file("e1/other.rb").file("e2/f.rb");
     let order = vec![t.path("e1"), t.path("e2")];
-    let p = policy(Validation::Mtime, vec![]);
+    let p = policy();
     let (_, bytes) = cold(&order, &p, true);
     // Same second as the cache write; the directory stamp may not even change on a
     // coarse-clock file system, so restore it exactly to simulate the worst case.
@@ -179,14 +157,14 @@ fn stable_roots_cost_one_stat_and_volatile_ones_are_checked_per_directory() {
     let t = TempTree::new("stable");
     t.file("gems/g/lib/a.rb").file("gems/g/lib/deep/b.rb");
     let order = vec![t.path("gems/g/lib")];
-    let p = policy(Validation::Mtime, vec![t.path("gems")]);
+    let p = SyncPolicy { stable: vec![t.path("gems")], ..policy() };
     let (_, bytes) = cold(&order, &p, false);
     t.file("gems/g/lib/deep/c.rb"); // a deep change in an installed gem is not looked for
     let (mut index, report) = warm(&bytes, &order, &p);
     assert_eq!(report.fresh, 1);
     assert_eq!(answer(&mut index, "deep/c"), "missing");
     // Cached as stable, only its top directory was recorded: turned volatile, it is rescanned.
-    let (mut index, report) = warm(&bytes, &order, &policy(Validation::Mtime, vec![]));
+    let (mut index, report) = warm(&bytes, &order, &policy());
     assert_eq!(report.scanned, 1);
     assert_eq!(answer(&mut index, "deep/c"), format!("{}/deep/c.rb", t.path("gems/g/lib").display()));
 }
@@ -206,12 +184,12 @@ fn listing_mode_survives_a_fresh_checkout_and_still_sees_new_files() {
     let t = TempTree::new("listing");
     t.file("app/models/user.rb").file("app/lib/x.rb");
     let order = vec![t.path("app")];
-    let listing = policy(Validation::Listing, vec![]);
+    let listing = SyncPolicy { validation: Validation::Listing, ..policy() };
     let (_, bytes) = cold(&order, &listing, false);
     touch_all(&t.path("app"), std::time::SystemTime::now() + std::time::Duration::from_secs(3600));
     let (_, report) = warm(&bytes, &order, &listing);
     assert_eq!((report.fresh, report.refreshed, report.scanned), (1, 0, 0));
-    let (_, report) = warm(&bytes, &order, &policy(Validation::Mtime, vec![]));
+    let (_, report) = warm(&bytes, &order, &policy());
     assert_eq!(report.refreshed, 1, "mtime mode sees the touched dirs");
     t.file("app/models/post.rb");
     let (mut index, report) = warm(&bytes, &order, &listing);
@@ -223,7 +201,7 @@ fn listing_mode_survives_a_fresh_checkout_and_still_sees_new_files() {
 fn roots_off_the_load_path_are_pruned_after_a_while() {
     let t = TempTree::new("prune");
     t.file("old/a.rb").file("new/b.rb");
-    let p = policy(Validation::Mtime, vec![]);
+    let p = policy();
     let mut index = Index::new(b"so");
     index.sync(&[t.path("old"), t.path("new")], &p);
     let bytes = encode(&index.records(1_000, 0), ENV);
@@ -237,9 +215,9 @@ fn roots_off_the_load_path_are_pruned_after_a_while() {
 fn files_are_trusted_only_when_owned_by_us_or_root_and_not_shared() {
     let t = TempTree::new("trust");
     t.file("e/a.rb");
-    let (_, bytes) = cold(&[t.path("e")], &policy(Validation::Mtime, vec![]), false);
+    let (_, bytes) = cold(&[t.path("e")], &policy(), false);
     let dir = t.path("cache");
-    let path = write_atomic(&dir, "loadscan.cache", &bytes, None, me()).unwrap();
+    let path = write_atomic(&dir, "loadscan.cache", &bytes, me()).unwrap();
     let meta = std::fs::metadata(&path).unwrap();
     let uid = meta.uid();
     assert!(load(&path, ENV, TrustPolicy { uid }).is_ok());
@@ -282,18 +260,16 @@ fn hostile_bytes_never_panic() {
     let order: Vec<PathBuf> = (0..3).map(|i| t.path(&format!("e{i}"))).collect();
     // A full listing, and a lazy one where some directories were listed and the rest deferred
     // (so the prefix table holds both kinds of spot).
-    let p = policy(Validation::Mtime, vec![]);
-    let mut lazy_policy = policy(Validation::Mtime, vec![]);
-    lazy_policy.scan.eager_depth = 0;
+    let p = policy();
     let (_, full) = cold(&order, &p, false);
     let mut lazy = Index::new(b"so");
-    lazy.sync(&order, &lazy_policy);
+    lazy.sync(&order, &lazy_policy());
     for f in ["d1/f1", "d2/f2", "d1/deep/er/y"] {
         let _ = lazy.lookup(f.as_bytes());
     }
     assert!(lazy.lazy_stats().listed >= 4);
     let lazy_bytes = encode(&lazy.records(1_000, 0), ENV);
-    for (good, p) in [(full, &p), (lazy_bytes, &lazy_policy)] {
+    for (good, p) in [(full, &p), (lazy_bytes, &lazy_policy())] {
         fuzz_cache(&good, &order, p);
     }
     let _ = scan_roots(&order, &ScanOptions::default());
@@ -364,8 +340,8 @@ fn fuzz_cache(good: &[u8], order: &[PathBuf], p: &SyncPolicy) {
 /// A cache big enough to be read into the prefaulted mapping (Linux), loaded from disk.
 #[test]
 fn large_caches_load_from_disk() {
-    use loadscan_core::scan::{FileEntry, Kind, Listing, RootState};
-    use loadscan_core::store::RootRecord;
+    use loadscan_core::RootRecord;
+    use loadscan_core::{FileEntry, Kind, Listing, RootState};
     let t = TempTree::new("large");
     let records: Vec<RootRecord> = (0..40)
         .map(|r| {
@@ -377,7 +353,7 @@ fn large_caches_load_from_disk() {
         .collect();
     let bytes = encode(&records, ENV);
     assert!(bytes.len() > 512 << 10, "{} bytes", bytes.len());
-    let path = write_atomic(&t.path("cache"), "loadscan.cache", &bytes, None, me()).unwrap();
+    let path = write_atomic(&t.path("cache"), "loadscan.cache", &bytes, me()).unwrap();
     let uid = std::fs::metadata(&path).unwrap().uid();
     let mut index = Index::from_snapshot(b"so", load(&path, ENV, TrustPolicy { uid }).expect("loads"));
     let order: Vec<PathBuf> = (0..40).map(|r| t.path(&format!("g{r}"))).collect();
@@ -417,9 +393,9 @@ fn a_cache_dir_is_used_only_when_no_one_else_can_change_it() {
     // The attack: the cache dir's last component is a symlink to the victim's dir.
     t.link("ok/planted", t.path("victim").to_str().unwrap());
     assert!(refused(CacheDir::open(&t.path("ok/planted"), uid)).contains("symlink"));
-    let (_, bytes) = cold(&[t.path("victim")], &policy(Validation::Mtime, vec![]), false);
-    assert!(write_atomic(&t.path("ok/planted"), "loadscan.cache", &bytes, None, me()).is_err());
-    assert!(write_atomic(&t.path("ok/planted"), "index", &bytes, None, me()).is_err());
+    let (_, bytes) = cold(&[t.path("victim")], &policy(), false);
+    assert!(write_atomic(&t.path("ok/planted"), "loadscan.cache", &bytes, me()).is_err());
+    assert!(write_atomic(&t.path("ok/planted"), "index", &bytes, me()).is_err());
     assert_eq!(std::fs::read(t.path("victim/loadscan.cache")).unwrap(), b"precious");
     assert_eq!(std::fs::read(t.path("victim/index")).unwrap(), b"");
     // A dangling one is not created through either.
@@ -478,26 +454,26 @@ fn a_cache_dir_is_created_with_safe_modes_and_only_loadscan_files_are_replaced()
     let t = TempTree::new("create");
     let uid = euid();
     chmod(&t.root, 0o755);
-    let (_, bytes) = cold(&[t.path("e")], &policy(Validation::Mtime, vec![]), false);
+    let (_, bytes) = cold(&[t.path("e")], &policy(), false);
     let dir = CacheDir::create(&t.path("a/b/cache"), uid).unwrap();
     for d in ["a", "a/b", "a/b/cache"] {
         let mode = std::fs::metadata(t.path(d)).unwrap().mode();
         assert_eq!(mode & 0o022, 0, "{d}: {mode:o}");
     }
-    dir.write_atomic("loadscan.cache", &bytes, None).unwrap();
+    dir.write_atomic("loadscan.cache", &bytes).unwrap();
     assert!(dir.load("loadscan.cache", ENV).is_ok());
-    dir.write_atomic("loadscan.cache", &bytes, None).unwrap(); // over its own: fine
-                                                               // A file of the same name that is not a loadscan cache is never written over.
+    dir.write_atomic("loadscan.cache", &bytes).unwrap(); // over its own: fine
+                                                         // A file of the same name that is not a loadscan cache is never written over.
     std::fs::write(t.path("a/b/cache/loadscan.cache"), b"someone's notes").unwrap();
     assert!(!dir.replaceable("loadscan.cache").unwrap());
-    let err = dir.write_atomic("loadscan.cache", &bytes, None).unwrap_err();
+    let err = dir.write_atomic("loadscan.cache", &bytes).unwrap_err();
     assert!(err.to_string().contains("not replacing"), "{err}");
     assert_eq!(std::fs::read(t.path("a/b/cache/loadscan.cache")).unwrap(), b"someone's notes");
     std::fs::remove_file(t.path("a/b/cache/loadscan.cache")).unwrap();
     std::os::unix::fs::symlink(t.path("elsewhere"), t.path("a/b/cache/loadscan.cache")).unwrap();
     assert!(!dir.replaceable("loadscan.cache").unwrap());
     assert!(matches!(dir.load("loadscan.cache", ENV), Err(LoadError::NotAFile)));
-    assert!(dir.write_atomic("loadscan.cache", &bytes, None).is_err());
+    assert!(dir.write_atomic("loadscan.cache", &bytes).is_err());
     assert!(!t.path("elsewhere").exists());
     // Nothing left behind by the refused writes.
     let mut names: Vec<_> = std::fs::read_dir(t.path("a/b/cache")).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -705,7 +681,7 @@ fn roots_off_the_load_path_are_bounded_in_number() {
     // A program that puts a fresh temp dir on $LOAD_PATH on every run.
     let t = TempTree::new("dead");
     t.file("app/a.rb");
-    let p = policy(Validation::Mtime, vec![]);
+    let p = policy();
     let mut bytes = encode(&[], ENV);
     let mut sizes = Vec::new();
     for run in 0..(DEAD_ROOTS_MIN + 40) {
@@ -732,9 +708,9 @@ fn roots_off_the_load_path_are_bounded_in_number() {
     let records = |n: usize, used: i64| -> Vec<RootRecord> {
         (0..n)
             .map(|i| {
-                let l = loadscan_core::scan::Listing::empty(
+                let l = loadscan_core::Listing::empty(
                     PathBuf::from(format!("/r{used}-{i}")),
-                    loadscan_core::scan::RootState::Missing,
+                    loadscan_core::RootState::Missing,
                 );
                 RootRecord { listing: l, volatile: false, scanned_at_ns: 0, last_used_s: used }
             })

@@ -10,7 +10,7 @@
 use magnus::{prelude::*, Error, RString, Ruby, Value};
 use rb_sys::VALUE;
 
-use loadscan_core::scan::Kind;
+use loadscan_core::Kind;
 
 use crate::resolver::{self, Reason, Resolved};
 use crate::{path_string, report_problems, string_bytes};

@@ -2,8 +2,9 @@
 //! core's answers to Ruby values; the logic lives in the core crate.
 //!
 //! Defines `Loadscan::Native`:
-//! - `start(...)`, `stop` — follow `$LOAD_PATH` with an optional cache (or stop doing so);
-//! - `save(pause)` — write the cache if anything changed;
+//! - `start(load_path, **options)`, `stop` — follow `$LOAD_PATH` with an optional cache (or stop
+//!   doing so); new scan problems go to the `on_problems:` callable (`options.rs`);
+//! - `save` — write the cache if anything changed;
 //! - `resolve(feature)` — the path `require` would load now, or `nil` (Ruby decides);
 //! - `lookup(feature)` — the index's answer: a path, `:missing` or `:unknown`;
 //! - `sync`, `problems`, `stats`;
@@ -14,16 +15,13 @@
 mod decorator;
 mod load_path;
 mod nogvl;
+mod options;
 mod resolver;
 
-use loadscan_core::index::SyncPolicy;
-use loadscan_core::scan::{Kind, ProblemKind, ScanOptions};
-use loadscan_core::store::Validation;
-use magnus::{function, prelude::*, Error, RArray, RHash, RModule, RString, Ruby, Value};
+use loadscan_core::{Kind, ProblemKind};
+use magnus::value::{Lazy, LazyId};
+use magnus::{function, prelude::*, Error, RArray, RHash, RString, Ruby, Value};
 use resolver::Answer;
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 
 /// A copy of a String argument's bytes (Ruby code run during a lookup — a `to_path` of a
 /// `$LOAD_PATH` entry — could otherwise change them under us). Only real Strings take the fast
@@ -64,46 +62,19 @@ pub(crate) fn path_string(ruby: &Ruby, path: &[u8], like: Value) -> RString {
     s
 }
 
-/// `start(load_path, dlext, threads, cache_dir, env_key, uid, listing, stable_dirs, lazy)`:
-/// `cache_dir` nil for no cache; `listing` true for LOADSCAN_VALIDATE=listing; `lazy` false to
-/// list every directory up front (LOADSCAN_LAZY=0). Returns nil, or why an existing cache could
-/// not be used.
-#[allow(clippy::too_many_arguments)]
-fn start(
-    load_path: RArray,
-    dlext: RString,
-    threads: usize,
-    cache_dir: Option<RString>,
-    env_key: RString,
-    uid: u32,
-    listing: bool,
-    stable: Vec<String>,
-    lazy: bool,
-) -> Result<Option<String>, Error> {
-    let mut scan = ScanOptions { eager_depth: if lazy { 0 } else { usize::MAX }, ..ScanOptions::default() };
-    let dlext = unsafe { dlext.as_slice() }.to_vec();
-    if !dlext.is_empty() {
-        scan.dlext = dlext;
-    }
-    if threads > 0 {
-        scan.threads = threads;
-    }
-    let validation = if listing { Validation::Listing } else { Validation::Mtime };
-    let policy = SyncPolicy { scan, validation, stable: stable.into_iter().map(PathBuf::from).collect() };
-    let cache = cache_dir.map(|dir| resolver::Cache {
-        dir: PathBuf::from(OsStr::from_bytes(unsafe { dir.as_slice() })),
-        env: unsafe { env_key.as_slice() }.to_vec(),
-        uid,
-    });
-    let dlext = policy.scan.dlext.clone();
-    Ok(resolver::start(magnus::rb_sys::AsRawValue::as_raw(load_path), &dlext, policy, cache))
+/// `start(load_path, **options)` (see `options::parse` for the keys): starts following
+/// `load_path` with an optional cache. Returns nil, or why an existing cache could not be used.
+fn start(ruby: &Ruby, load_path: RArray, opts: RHash) -> Result<Option<String>, Error> {
+    let start = options::parse(ruby, opts)?;
+    ruby.get_inner(&ON_PROBLEMS).store(0, start.on_problems)?;
+    let raw = magnus::rb_sys::AsRawValue::as_raw(load_path);
+    Ok(resolver::start(raw, &start.dlext, start.policy, start.cache))
 }
 
-/// `save(pause_seconds)`: `:written`, `:clean` (nothing changed), `:skipped` (no cache), or
-/// the reason the write failed (a String).
-fn save(ruby: &Ruby, pause: f64) -> Value {
-    let pause = (pause > 0.0).then(|| std::time::Duration::from_secs_f64(pause));
-    match resolver::save(pause) {
+/// `save`: `:written`, `:clean` (nothing changed), `:skipped` (no cache), or the reason the
+/// write failed (a String).
+fn save(ruby: &Ruby) -> Value {
+    match resolver::save() {
         resolver::Saved::Written => ruby.to_symbol("written").as_value(),
         resolver::Saved::Clean => ruby.to_symbol("clean").as_value(),
         resolver::Saved::Skipped => ruby.to_symbol("skipped").as_value(),
@@ -111,17 +82,22 @@ fn save(ruby: &Ruby, pause: f64) -> Value {
     }
 }
 
-/// Hands problems from scans since the last report to `Loadscan::Warnings.scan_problems`
-/// (called with no lock of ours held; a failure to warn never fails a require).
+/// The `on_problems` callable given to `start` (at index 0; nil for none), kept alive by the GC
+/// mark that `Lazy` gives it.
+static ON_PROBLEMS: Lazy<RArray> = Lazy::new(|ruby| ruby.ary_new_from_values(&[ruby.qnil().as_value()]));
+static CALL: LazyId = LazyId::new("call");
+
+/// Hands problems from scans since the last report to the `on_problems` callable given to
+/// `start` (called with no lock of ours held, during the `require` whose scan found them; what
+/// it raises is ignored: a failure to warn never fails a require).
 pub(crate) fn report_problems(ruby: &Ruby) {
     let new = resolver::unreported_problems();
     if new.is_empty() {
         return;
     }
-    let warnings: Result<RModule, Error> =
-        ruby.class_object().const_get::<_, RModule>("Loadscan").and_then(|m| m.const_get("Warnings"));
-    if let Ok(w) = warnings {
-        let _: Result<Value, Error> = w.funcall("scan_problems", (problem_array(ruby, new),));
+    let Ok(hook) = ruby.get_inner(&ON_PROBLEMS).entry::<Value>(0) else { return };
+    if !hook.is_nil() {
+        let _: Result<Value, Error> = hook.funcall(LazyId::get_inner_with(&CALL, ruby), (problem_array(ruby, new),));
     }
 }
 
@@ -254,14 +230,17 @@ fn stems(ruby: &Ruby) -> RArray {
 /// `stable_hash(string)`: 16 hex digits, the same in every process and on every machine (names
 /// the per-program cache directory of a script outside any app).
 fn stable_hash(s: RString) -> String {
-    format!("{:016x}", loadscan_core::hash::stable_hash(unsafe { s.as_slice() }))
+    format!("{:016x}", loadscan_core::stable_hash(unsafe { s.as_slice() }))
 }
 
 #[magnus::init]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let native = ruby.define_module("Loadscan")?.define_module("Native")?;
-    native.define_module_function("start", function!(start, 9))?;
-    native.define_module_function("save", function!(save, 1))?;
+    options::intern(ruby);
+    LazyId::force(&CALL, ruby);
+    Lazy::force(&ON_PROBLEMS, ruby);
+    native.define_module_function("start", function!(start, 2))?;
+    native.define_module_function("save", function!(save, 0))?;
     native.define_module_function("stop", function!(resolver::stop, 0))?;
     native.define_module_function("resolve", function!(resolve, 1))?;
     native.define_module_function("lookup", function!(lookup, 1))?;

@@ -10,7 +10,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use loadscan_core::realpath::RealPaths;
+use loadscan_core::RealPaths;
 
 use magnus::Error;
 use rb_sys::{ruby_value_type, VALUE};

@@ -1,7 +1,8 @@
 //! What the index holds about one feature, and every stem it holds: for `loadscan explain` and
 //! `loadscan verify`, never on the boot path.
 
-use super::{Index, Kind, Query, RootId, NOT_ON_PATH};
+use super::{prefix_lens, Index, Query, RootId, NOT_ON_PATH};
+use crate::scan::Kind;
 
 /// Why [`Index::locate`] answers what it does for one feature.
 #[derive(Debug, Default)]
@@ -28,36 +29,19 @@ impl Index {
             p.rb.iter().for_each(|id| add(Kind::Rb, id));
             p.ext.iter().for_each(|id| add(Kind::Ext, id));
         }
-        if let Some(s) = &self.base {
+        if let Some(s) = &self.snapshot {
             if let Some((rb, ext)) = s.lookup(&q.stem) {
                 s.for_each_id(rb, |id| add(Kind::Rb, id));
                 s.for_each_id(ext, |id| add(Kind::Ext, id));
             }
         }
-        let prefixes = std::iter::once(0).chain(q.stem.iter().enumerate().filter(|(_, &c)| c == b'/').map(|(i, _)| i));
-        for len in prefixes {
+        for len in prefix_lens(&q.stem) {
             let prefix = &q.stem[..len];
-            let spot = |list: &mut Vec<(u32, Vec<u8>, Vec<u8>)>, id: RootId| {
-                if let Some((rank, root)) = ranked(id) {
-                    list.push((rank, root, prefix.to_vec()));
-                }
-            };
-            if let Some(o) = self.spots.get(prefix) {
-                o.blind.iter().for_each(|id| spot(&mut out.blind, id));
-                o.deferred.iter().for_each(|id| spot(&mut out.deferred, id));
-            }
-            if let Some(s) = self.base.as_ref().filter(|s| s.has_spots()) {
-                if let Some((pb, pd)) = s.spots(prefix) {
-                    s.for_each_id(pb, |id| spot(&mut out.blind, id));
-                    let listed = self.spots.get(prefix);
-                    s.for_each_id(pd, |id| {
-                        let served = self.roots.get(id as usize).is_some_and(|r| r.listing.is_none() && !r.retired);
-                        if served && !listed.is_some_and(|o| o.listed.contains(id)) {
-                            spot(&mut out.deferred, id)
-                        }
-                    });
-                }
-            }
+            let entry = |id: RootId| ranked(id).map(|(rank, root)| (rank, root, prefix.to_vec()));
+            let (mut blind, mut deferred) = (Vec::new(), Vec::new());
+            self.for_each_gap(prefix, |id| blind.extend(entry(id)), |id| deferred.extend(entry(id)));
+            out.blind.append(&mut blind);
+            out.deferred.append(&mut deferred);
         }
         out.candidates.sort();
         out.candidates.dedup();
@@ -75,10 +59,9 @@ impl Index {
             .filter(|(_, p)| p.rb.iter().chain(p.ext.iter()).any(on_path))
             .map(|(stem, _)| stem.to_vec())
             .collect();
-        if let Some(s) = &self.base {
+        if let Some(s) = &self.snapshot {
             for (id, files) in s.files_by_root(None).into_iter().enumerate() {
-                let served = self.roots.get(id).is_some_and(|r| r.listing.is_none() && !r.retired);
-                if served && on_path(id as RootId) {
+                if self.is_cached(id as RootId) && on_path(id as RootId) {
                     out.extend(files.into_iter().map(|f| f.stem));
                 }
             }

@@ -75,20 +75,15 @@ impl CacheDir {
 
     /// Writes `bytes` to the cache file `name` atomically for other processes (temp file,
     /// rename; see the module docs for why there is no fsync). An existing `name` is only
-    /// replaced when it is a loadscan cache owned by this user. `pause` stops halfway through
-    /// the temp file (a test hook for kill -9 tests).
-    pub fn write_atomic(&self, name: &str, bytes: &[u8], pause: Option<Duration>) -> io::Result<PathBuf> {
+    /// replaced when it is a loadscan cache owned by this user. A writer killed before the rename
+    /// leaves the previous file untouched and a temp file removed by a later write
+    /// (tests/crash.rs kills real writers).
+    pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> io::Result<PathBuf> {
         sys::remove_stale_temp_files(self, name);
         let tmp = format!(".{name}.tmp.{}.{}", std::process::id(), now_tag());
         let result = (|| {
             let mut f = sys::create_new(self, &tmp)?;
-            let half = bytes.len() / 2;
-            f.write_all(&bytes[..half])?;
-            if let Some(p) = pause {
-                f.flush()?;
-                std::thread::sleep(p);
-            }
-            f.write_all(&bytes[half..])?;
+            f.write_all(bytes)?;
             drop(f);
             if !sys::replaceable(self, name)? {
                 return Err(io::Error::new(
@@ -119,18 +114,12 @@ pub fn load(path: &Path, env: &[u8], trust: TrustPolicy) -> Result<Snapshot, Loa
 }
 
 /// Writes `bytes` to `dir/name` (see [`CacheDir::write_atomic`]), creating `dir` if needed.
-pub fn write_atomic(
-    dir: &Path,
-    name: &str,
-    bytes: &[u8],
-    pause: Option<Duration>,
-    trust: TrustPolicy,
-) -> io::Result<PathBuf> {
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], trust: TrustPolicy) -> io::Result<PathBuf> {
     let d = CacheDir::create(dir, trust.uid).map_err(|e| match e {
         DirError::Io(e) => e,
         DirError::Refused(why) => io::Error::new(io::ErrorKind::PermissionDenied, why),
     })?;
-    d.write_atomic(name, bytes, pause)
+    d.write_atomic(name, bytes)
 }
 
 fn split(path: &Path) -> Result<(&Path, &str), DirError> {

@@ -1,6 +1,10 @@
-//! Real file trees in temp dirs for the tests, removed on drop.
+//! What the tests share: real file trees in temp dirs (removed on drop), the sync policies, and
+//! answers as strings.
 #![allow(dead_code)]
 
+use loadscan_core::ScanOptions;
+use loadscan_core::{encode, RootRecord, Validation};
+use loadscan_core::{Index, Located, SyncPolicy};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -140,4 +144,48 @@ pub fn is_root() -> bool {
 
 pub fn rel(p: &Path, root: &Path) -> String {
     p.strip_prefix(root).unwrap().to_string_lossy().into_owned()
+}
+
+/// The environment key of the caches the tests write.
+pub const ENV: &[u8] = b"test-env";
+
+/// How the tests sync: two scan threads, every directory listed up front, validation by
+/// mtime, no stable directories. Vary it with `SyncPolicy { stable, ..policy() }`.
+pub fn policy() -> SyncPolicy {
+    SyncPolicy {
+        scan: ScanOptions { threads: 2, ..ScanOptions::default() },
+        validation: Validation::Mtime,
+        stable: vec![],
+    }
+}
+
+/// [`policy`] listing only each root's own entries up front (`eager_depth` 0): lazily.
+pub fn lazy_policy() -> SyncPolicy {
+    let mut p = policy();
+    p.scan.eager_depth = 0;
+    p
+}
+
+/// What `require(feature)` would load according to `index`: the absolute path, `"missing"` or
+/// `"unknown"`.
+pub fn answer(index: &mut Index, feature: &str) -> String {
+    let Some(q) = index.parse(feature.as_bytes()) else { return "unknown".into() };
+    match index.locate(&q) {
+        Located::Found(root, kind) => String::from_utf8(index.path_of(root, &q.stem, kind)).unwrap(),
+        Located::Missing => "missing".into(),
+        Located::Unknown => "unknown".into(),
+    }
+}
+
+/// The cache records of `index`, each scanned long enough ago that no directory counts as
+/// racy (changed within `RACY_NS` of its listing) on the next boot.
+pub fn settled_records(index: &Index) -> Vec<RootRecord> {
+    let mut records = index.records(1_000, 0);
+    records.iter_mut().for_each(|r| r.scanned_at_ns = i64::MAX / 2);
+    records
+}
+
+/// The cache `index` would write, out of the racy window ([`settled_records`]).
+pub fn settled_cache(index: &Index) -> Vec<u8> {
+    encode(&settled_records(index), ENV)
 }

@@ -1,0 +1,72 @@
+//! What the cache is written from: one record per live root, its listing rebuilt from the
+//! snapshot where the snapshot speaks for it, with what this process listed since.
+
+use super::{Index, Life, RootId, NOT_ON_PATH};
+use crate::store::RootRecord;
+
+impl Index {
+    /// Every live root as a record to write, dropping roots that are not on the current load
+    /// path and were last used before `prune_before_s`.
+    pub fn records(&self, now_s: i64, prune_before_s: i64) -> Vec<RootRecord> {
+        let mut out = Vec::new();
+        let mut snapshot_files = match &self.snapshot {
+            Some(s) if self.roots.iter().any(|r| r.is_cached()) => s.files_by_root(None),
+            _ => Vec::new(),
+        };
+        for (id, r) in self.roots.iter().enumerate() {
+            let id = id as RootId;
+            let on_path = self.rank[id as usize] != NOT_ON_PATH;
+            let last_used_s = if on_path { now_s } else { r.last_used_s };
+            if !on_path && last_used_s < prune_before_s {
+                continue;
+            }
+            // A directory listed since it was deferred is no longer deferred.
+            let still_deferred = |d: &Vec<u8>| self.gaps.get(d.as_slice()).is_some_and(|g| g.deferred.contains(id));
+            let lifted = |d: &Vec<u8>| self.gaps.get(d.as_slice()).is_some_and(|g| g.lifted.contains(id));
+            let listing = match (&r.life, &self.snapshot) {
+                (Life::Scanned(l), _) => {
+                    let mut l = copy(l);
+                    l.deferred.retain(still_deferred);
+                    Some(l)
+                }
+                (Life::Cached { slot, listed_since, .. }, Some(s)) => {
+                    let slot = *slot as usize;
+                    s.root(slot).and_then(|v| s.skeleton(&v)).map(|mut l| {
+                        l.files = snapshot_files.get_mut(slot).map(std::mem::take).unwrap_or_default();
+                        if let Some(since) = listed_since {
+                            l.deferred.retain(|d| !lifted(d));
+                            l.files.extend(since.files.iter().cloned());
+                            l.dirs.extend(since.dirs.iter().cloned());
+                            l.blind.extend(since.blind.iter().cloned());
+                            l.deferred.extend(since.deferred.iter().filter(|d| still_deferred(d)).cloned());
+                        }
+                        l
+                    })
+                }
+                _ => None,
+            };
+            if let Some(mut listing) = listing {
+                listing.normalize();
+                if !r.volatile {
+                    // A stable root is only ever checked at its top directory.
+                    listing.dirs.retain(|d| d.rel.is_empty());
+                }
+                out.push(RootRecord { listing, volatile: r.volatile, scanned_at_ns: r.scanned_at_ns, last_used_s });
+            }
+        }
+        out
+    }
+}
+
+/// A listing without its problems (they were reported when it was made).
+fn copy(l: &crate::scan::Listing) -> crate::scan::Listing {
+    crate::scan::Listing {
+        root: l.root.clone(),
+        state: l.state,
+        files: l.files.clone(),
+        dirs: l.dirs.clone(),
+        blind: l.blind.clone(),
+        deferred: l.deferred.clone(),
+        problems: Vec::new(),
+    }
+}

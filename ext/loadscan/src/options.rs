@@ -1,0 +1,121 @@
+//! `Native.start`'s keyword options, read with keys interned once (as wasmtime-rb's `config.rs`
+//! does) and converted to the core's types. Unknown keys raise an `ArgumentError` naming them.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use loadscan_core::{ScanOptions, SyncPolicy, Validation};
+use magnus::r_hash::ForEach;
+use magnus::value::LazyId;
+use magnus::{prelude::*, Error, RHash, RString, Ruby, Symbol, TryConvert, Value};
+
+use crate::resolver::Cache;
+
+static DLEXT: LazyId = LazyId::new("dlext");
+static THREADS: LazyId = LazyId::new("threads");
+static CACHE_DIR: LazyId = LazyId::new("cache_dir");
+static ENV_KEY: LazyId = LazyId::new("env_key");
+static UID: LazyId = LazyId::new("uid");
+static VALIDATE: LazyId = LazyId::new("validate");
+static STABLE_DIRS: LazyId = LazyId::new("stable_dirs");
+static LAZY: LazyId = LazyId::new("lazy");
+static ON_PROBLEMS: LazyId = LazyId::new("on_problems");
+
+/// Interns every key (called from `init`, so that no later comparison can panic).
+pub fn intern(ruby: &Ruby) {
+    for id in [&DLEXT, &THREADS, &CACHE_DIR, &ENV_KEY, &UID, &VALIDATE, &STABLE_DIRS, &LAZY, &ON_PROBLEMS] {
+        LazyId::force(id, ruby);
+    }
+}
+
+/// What `start` was asked to do.
+pub struct Start {
+    /// The extension of native extensions (`RbConfig::CONFIG["DLEXT"]`).
+    pub dlext: Vec<u8>,
+    pub policy: SyncPolicy,
+    pub cache: Option<Cache>,
+    /// Called with `[[kind, message], …]` when scans work around something new (nil: nobody).
+    pub on_problems: Value,
+}
+
+/// Reads `{dlext:, threads:, cache_dir:, env_key:, uid:, validate:, stable_dirs:, lazy:,
+/// on_problems:}`; every key is optional (`uid` is required with a `cache_dir`).
+///
+/// - `dlext` (String): native extensions' extension, empty or absent for the core's default;
+/// - `threads` (Integer): scan threads, 0 or absent for the core's default;
+/// - `cache_dir` (String or nil): where the cache lives, nil or absent for no cache;
+/// - `env_key` (String): what a cache must have been written for (see `resolver::Cache`);
+/// - `uid` (Integer): the uid that must own the cache;
+/// - `validate` (`"mtime"` or `"listing"`): how cached roots are checked (LOADSCAN_VALIDATE);
+/// - `stable_dirs` (Array of String): directories checked with one `stat`;
+/// - `lazy` (true/false, default true): false lists every directory up front (LOADSCAN_LAZY=0);
+/// - `on_problems` (callable or nil): see [`Start::on_problems`].
+pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
+    let mut scan = ScanOptions::default();
+    let mut validation = Validation::Mtime;
+    let mut stable = Vec::new();
+    let mut lazy = true;
+    let (mut dir, mut env, mut uid): (Option<PathBuf>, Vec<u8>, Option<u32>) = (None, Vec::new(), None);
+    let mut on_problems = ruby.qnil().as_value();
+    let mut unknown = Vec::new();
+    opts.foreach(|key: Value, value: Value| {
+        let Some(k) = Symbol::from_value(key) else {
+            unknown.push(key.inspect());
+            return Ok(ForEach::Continue);
+        };
+        if k == DLEXT {
+            let dlext = bytes(RString::try_convert(value)?);
+            if !dlext.is_empty() {
+                scan.dlext = dlext;
+            }
+        } else if k == THREADS {
+            let threads = usize::try_convert(value)?;
+            if threads > 0 {
+                scan.threads = threads;
+            }
+        } else if k == CACHE_DIR {
+            dir = Option::<RString>::try_convert(value)?.map(|d| PathBuf::from(OsStr::from_bytes(&bytes(d))));
+        } else if k == ENV_KEY {
+            env = bytes(RString::try_convert(value)?);
+        } else if k == UID {
+            uid = Some(u32::try_convert(value)?);
+        } else if k == VALIDATE {
+            validation = match String::try_convert(value)?.as_str() {
+                "mtime" => Validation::Mtime,
+                "listing" => Validation::Listing,
+                other => {
+                    let message = format!("validate: must be \"mtime\" or \"listing\", not {other:?}");
+                    return Err(Error::new(ruby.exception_arg_error(), message));
+                }
+            };
+        } else if k == STABLE_DIRS {
+            stable = Vec::<String>::try_convert(value)?.into_iter().map(PathBuf::from).collect();
+        } else if k == LAZY {
+            lazy = value.to_bool();
+        } else if k == ON_PROBLEMS {
+            on_problems = value;
+        } else {
+            unknown.push(key.inspect());
+        }
+        Ok(ForEach::Continue)
+    })?;
+    if !unknown.is_empty() {
+        let s = if unknown.len() > 1 { "s" } else { "" };
+        return Err(Error::new(ruby.exception_arg_error(), format!("unknown keyword{s}: {}", unknown.join(", "))));
+    }
+    scan.eager_depth = if lazy { 0 } else { usize::MAX };
+    let cache = match (dir, uid) {
+        (None, _) => None,
+        (Some(dir), Some(uid)) => Some(Cache { dir, env, uid }),
+        (Some(_), None) => {
+            return Err(Error::new(ruby.exception_arg_error(), "missing keyword: :uid (with :cache_dir)"))
+        }
+    };
+    let dlext = scan.dlext.clone();
+    Ok(Start { dlext, policy: SyncPolicy { scan, validation, stable }, cache, on_problems })
+}
+
+fn bytes(s: RString) -> Vec<u8> {
+    unsafe { s.as_slice() }.to_vec()
+}
