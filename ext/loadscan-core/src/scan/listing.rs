@@ -69,8 +69,6 @@ pub enum ProblemKind {
     Dangling,
     /// The directory (or a symlink's target) could not be read.
     Unreadable,
-    /// Skipped on purpose (dot-directories, `node_modules`).
-    Skipped,
     /// Deeper than the depth cap, or the root had more files or directories than the caps.
     TooLarge,
     /// The directory vanished or changed type while it was being scanned.
@@ -99,7 +97,6 @@ impl fmt::Display for ScanProblem {
             ProblemKind::Loop => "symlink loop, not followed",
             ProblemKind::Dangling => "dangling symlink, ignored",
             ProblemKind::Unreadable => "unreadable, left to Ruby's require",
-            ProblemKind::Skipped => "skipped, left to Ruby's require",
             ProblemKind::TooLarge => "too deep or too large, left to Ruby's require",
             ProblemKind::Vanished => "changed during the scan, left to Ruby's require",
             ProblemKind::Failed => "scan failed, left to Ruby's require",
