@@ -7,7 +7,7 @@
 //!
 //! `ROOTS_FILE`: one absolute directory per line (a fixture's load-path entries).
 //! `MODE`: `walk1` (`scan_roots`, threads = 1), `walk2` (`scan_roots`, threads = 2), `walkN`,
-//! or `serial` (`scan_serial`, the stat-per-entry oracle, root by root).
+//! or `serial` (`scan_serial`, the stat-per-entry reference walker, root by root).
 //! Prints one line per repetition: `scan_ns index_ns files dirs roots` — the wall time of the
 //! scan, the time to build an `Index` from its listings (feature table), the loadable files and
 //! the directories listed. Only the public API is used.
@@ -39,7 +39,7 @@ fn main() {
     for _ in 0..reps {
         let t0 = Instant::now();
         let listings: Vec<Listing> =
-            if serial { roots.iter().map(|r| scan_serial(r, &opts)).collect() } else { scan_roots(&roots, &opts) };
+            if serial { roots.iter().map(|r| scan_serial(r, &opts).0).collect() } else { scan_roots(&roots, &opts).0 };
         let scan_ns = t0.elapsed().as_nanos();
         let files: usize = listings.iter().map(|l| l.files.len()).sum();
         let dirs: usize = listings.iter().map(|l| l.dirs.len()).sum();

@@ -157,7 +157,6 @@ fn problem_array(ruby: &Ruby, problems: Vec<(ProblemKind, String)>) -> RArray {
             ProblemKind::Loop => "loop",
             ProblemKind::Dangling => "dangling",
             ProblemKind::Unreadable => "unreadable",
-            ProblemKind::Skipped => "skipped",
             ProblemKind::TooLarge => "too_large",
             ProblemKind::Vanished => "vanished",
             ProblemKind::Failed => "failed",

@@ -9,7 +9,7 @@ use crate::scan::{list_deferred, Listing, RootState, ScanOptions, ScanProblem};
 
 /// Lists one deferred directory (`rel` below a root) with the given options, as
 /// [`list_deferred`] does.
-pub type Lister<'a> = dyn FnMut(&Path, &[u8], &ScanOptions) -> Listing + 'a;
+pub type Lister<'a> = dyn FnMut(&Path, &[u8], &ScanOptions) -> (Listing, Vec<ScanProblem>) + 'a;
 
 /// What lazy listing did.
 #[derive(Clone, Copy, Debug, Default)]
@@ -57,8 +57,8 @@ impl Index {
     /// Lists the deferred directory `rel` of root `id` with `lister` and adds what it holds.
     fn list_now(&mut self, id: RootId, rel: &[u8], lister: &mut Lister) {
         let started = std::time::Instant::now();
-        let mut part = lister(path_of_bytes(&self.roots[id as usize].path), rel, &self.scan);
-        self.problems.append(&mut part.problems);
+        let (mut part, mut problems) = lister(path_of_bytes(&self.roots[id as usize].path), rel, &self.scan);
+        self.problems.append(&mut problems);
         self.dirty = true;
         self.add_to_tables(id, &part);
         // The gap says the directory is listed now; a root's own `deferred` list keeps the

@@ -25,7 +25,7 @@ impl Index {
             let lifted = |d: &Vec<u8>| self.gaps.get(d.as_slice()).is_some_and(|g| g.lifted.contains(id));
             let listing = match (&r.life, &self.snapshot) {
                 (Life::Scanned(l), _) => {
-                    let mut l = copy(l);
+                    let mut l = l.clone();
                     l.deferred.retain(still_deferred);
                     Some(l)
                 }
@@ -55,18 +55,5 @@ impl Index {
             }
         }
         out
-    }
-}
-
-/// A listing without its problems (they were reported when it was made).
-fn copy(l: &crate::scan::Listing) -> crate::scan::Listing {
-    crate::scan::Listing {
-        root: l.root.clone(),
-        state: l.state,
-        files: l.files.clone(),
-        dirs: l.dirs.clone(),
-        blind: l.blind.clone(),
-        deferred: l.deferred.clone(),
-        problems: Vec::new(),
     }
 }

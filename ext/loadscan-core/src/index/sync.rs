@@ -89,8 +89,8 @@ impl Index {
                     match old {
                         Some(old) => {
                             let started = now_ns();
-                            let mut listing = refresh(&old, &dirs, &self.scan);
-                            report.problems.append(&mut listing.problems);
+                            let (listing, mut problems) = refresh(&old, &dirs, &self.scan);
+                            report.problems.append(&mut problems);
                             report.refreshed += 1;
                             self.add_scanned(listing, volatile, started);
                         }
@@ -102,8 +102,9 @@ impl Index {
         self.snapshot = snapshot;
         if !to_scan.is_empty() {
             let started = now_ns();
-            for mut listing in scan_roots(&to_scan, &self.scan) {
-                report.problems.append(&mut listing.problems);
+            let (listings, mut problems) = scan_roots(&to_scan, &self.scan);
+            report.problems.append(&mut problems);
+            for listing in listings {
                 report.scanned += 1;
                 let volatile = !is_stable(&listing.root, policy);
                 self.add_scanned(listing, volatile, started);

@@ -65,7 +65,7 @@ pub(crate) fn swapped(name: &[u8]) -> Option<Vec<u8>> {
 /// `None` (no name with a letter): undecided, counted as folding.
 pub(crate) fn folds_by_lookup(swapped_lookup: Option<io::Result<()>>) -> bool {
     match swapped_lookup {
-        Some(Err(e)) => !super::readdir::errno::not_found(&e),
+        Some(Err(e)) => e.kind() != io::ErrorKind::NotFound,
         Some(Ok(())) | None => true,
     }
 }

@@ -69,8 +69,6 @@ pub enum ProblemKind {
     Dangling,
     /// The directory (or a symlink's target) could not be read.
     Unreadable,
-    /// Skipped on purpose (dot-directories, `node_modules`).
-    Skipped,
     /// Deeper than the depth cap, or the root had more files or directories than the caps.
     TooLarge,
     /// The directory vanished or changed type while it was being scanned.
@@ -99,7 +97,6 @@ impl fmt::Display for ScanProblem {
             ProblemKind::Loop => "symlink loop, not followed",
             ProblemKind::Dangling => "dangling symlink, ignored",
             ProblemKind::Unreadable => "unreadable, left to Ruby's require",
-            ProblemKind::Skipped => "skipped, left to Ruby's require",
             ProblemKind::TooLarge => "too deep or too large, left to Ruby's require",
             ProblemKind::Vanished => "changed during the scan, left to Ruby's require",
             ProblemKind::Failed => "scan failed, left to Ruby's require",
@@ -118,7 +115,10 @@ impl fmt::Display for ScanProblem {
 /// A *blind spot* is a directory (relative to the root) whose contents are not fully known:
 /// a feature below it may exist without being listed, so lookups below it must be answered by
 /// Ruby itself. `""` means the whole root.
-#[derive(Debug)]
+///
+/// What a scan worked around comes beside the listing (`(Listing, Vec<ScanProblem>)`), not in
+/// it: a listing is plain data, copied and merged freely; problems are reported once.
+#[derive(Clone, Debug)]
 pub struct Listing {
     /// The absolute directory that was scanned.
     pub root: PathBuf,
@@ -133,22 +133,12 @@ pub struct Listing {
     /// Directories that exist but were not listed yet (see [`super::ScanOptions::eager_depth`]):
     /// listed on demand by [`super::list_deferred`] when a lookup needs them. Sorted.
     pub deferred: Vec<Vec<u8>>,
-    /// What was worked around, in no particular order.
-    pub problems: Vec<ScanProblem>,
 }
 
 impl Listing {
     /// An empty listing for `root` in the given state.
     pub fn empty(root: PathBuf, state: RootState) -> Self {
-        Listing {
-            root,
-            state,
-            files: Vec::new(),
-            dirs: Vec::new(),
-            blind: Vec::new(),
-            deferred: Vec::new(),
-            problems: Vec::new(),
-        }
+        Listing { root, state, files: Vec::new(), dirs: Vec::new(), blind: Vec::new(), deferred: Vec::new() }
     }
 
     /// Puts files, dirs and blind spots in canonical order (scans in parallel finish in any order).

@@ -1,16 +1,19 @@
 //! Scanning load-path entries: see [`scan_roots`].
 
 mod case;
+mod jobs;
 mod listing;
 mod options;
-mod oracle;
 mod readdir;
+mod refresh;
+mod serial;
 mod walk;
 
 pub use listing::{DirRecord, DirStamp, FileEntry, Kind, Listing, ProblemKind, RootState, ScanProblem};
 pub use options::{ListHook, ScanOptions};
-pub use oracle::scan_serial;
-pub use walk::{list_deferred, refresh, scan_roots};
+pub use refresh::refresh;
+pub use serial::scan_serial;
+pub use walk::{list_deferred, scan_roots};
 
 /// The entry digest of one directory, listed without descending (for revalidation).
 pub fn dir_digest(path: &std::path::Path) -> std::io::Result<u64> {

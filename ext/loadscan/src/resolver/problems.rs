@@ -15,7 +15,7 @@ impl State {
     /// Keeps problems for `Loadscan.problems` and the next warning.
     pub(super) fn absorb(&mut self, problems: Vec<ScanProblem>) {
         for p in problems {
-            if p.kind != ProblemKind::Skipped && self.problems.len() < MAX_PROBLEMS {
+            if self.problems.len() < MAX_PROBLEMS {
                 self.problems.push((p.kind, p.to_string()));
                 UNREPORTED.store(true, Ordering::Relaxed);
             }

@@ -1,6 +1,6 @@
-//! The serial oracle: the simplest correct walker, with a `stat` per entry through `std::fs`.
+//! The serial walker: the simplest correct walker, with a `stat` per entry through `std::fs`.
 //! Slow on purpose and independent of `readdir.rs`/`walk.rs`; every test case checks the fast
-//! walker against it.
+//! walker against it (the reference, as walkdir's tests use theirs).
 
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -11,15 +11,16 @@ use super::listing::{DirRecord, DirStamp, FileEntry, Listing, ProblemKind, RootS
 use super::options::ScanOptions;
 use super::readdir::errno;
 
-/// Scans one root serially with `stat` per entry.
-pub fn scan_serial(root: &Path, opts: &ScanOptions) -> Listing {
+/// Scans one root serially with `stat` per entry; what it worked around comes beside.
+pub fn scan_serial(root: &Path, opts: &ScanOptions) -> (Listing, Vec<ScanProblem>) {
     let mut listing = Listing::empty(root.to_path_buf(), RootState::Dir);
+    let mut problems = Vec::new();
     match std::fs::metadata(root) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => listing.state = RootState::Missing,
         Ok(md) if !md.is_dir() => listing.state = RootState::NotDir,
         _ => {
             let mut dirs = 0;
-            visit(root, Vec::new(), 0, &mut Vec::new(), opts, &mut listing, &mut dirs);
+            visit(root, Vec::new(), 0, &mut Vec::new(), opts, (&mut listing, &mut problems), &mut dirs);
         }
     }
     if listing.files.len() > opts.max_files {
@@ -30,7 +31,7 @@ pub fn scan_serial(root: &Path, opts: &ScanOptions) -> Listing {
         listing.blind.retain(|b| b.is_empty());
     }
     listing.normalize();
-    listing
+    (listing, problems)
 }
 
 fn rel_join(rel: &[u8], name: &[u8]) -> Vec<u8> {
@@ -47,7 +48,7 @@ fn visit(
     depth: usize,
     ancestors: &mut Vec<(u64, u64)>,
     opts: &ScanOptions,
-    out: &mut Listing,
+    (out, problems): (&mut Listing, &mut Vec<ScanProblem>),
     dirs: &mut usize,
 ) {
     *dirs += 1;
@@ -59,14 +60,14 @@ fn visit(
         Ok(md) => md,
         Err(e) => {
             out.blind.push(rel);
-            out.problems.push(ScanProblem { kind: ProblemKind::Unreadable, path: dir.to_path_buf(), error: Some(e) });
+            problems.push(ScanProblem { kind: ProblemKind::Unreadable, path: dir.to_path_buf(), error: Some(e) });
             return;
         }
     };
     let id = (md.dev(), md.ino());
     let asked = rel.is_empty() || ancestors.last().is_some_and(|&(dev, _)| dev != md.dev());
     if asked && super::case::folds_at(dir) {
-        out.problems.push(ScanProblem { kind: ProblemKind::CaseFolding, path: dir.to_path_buf(), error: None });
+        problems.push(ScanProblem { kind: ProblemKind::CaseFolding, path: dir.to_path_buf(), error: None });
         out.blind.push(rel);
         return;
     }
@@ -78,7 +79,7 @@ fn visit(
         Ok(entries) => entries,
         Err(e) => {
             out.blind.push(rel);
-            out.problems.push(ScanProblem { kind: ProblemKind::Unreadable, path: dir.to_path_buf(), error: Some(e) });
+            problems.push(ScanProblem { kind: ProblemKind::Unreadable, path: dir.to_path_buf(), error: Some(e) });
             return;
         }
     };
@@ -132,7 +133,7 @@ fn visit(
     }
     ancestors.push(id);
     for (path, sub) in subdirs {
-        visit(&path, sub, depth + 1, ancestors, opts, out, dirs);
+        visit(&path, sub, depth + 1, ancestors, opts, (&mut *out, &mut *problems), dirs);
     }
     ancestors.pop();
 }
