@@ -40,6 +40,7 @@ module Loadscan
       warning = Native.start($LOAD_PATH, dlext: @config.dlext, threads: @config.threads, cache_dir: @config.cache_dir,
                                          env_key: @config.env_key, uid: Process.euid, validate: @config.validate,
                                          stable_dirs: @config.stable_dirs, lazy: @config.lazy,
+                                         ignore_names: @config.ignore_names, ignore_paths: @config.ignore_paths,
                                          on_problems: ->(problems) { Warnings.scan_problems(problems) })
       Warnings.once(:cache, warning) if warning
       Native.sync

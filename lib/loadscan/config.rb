@@ -17,6 +17,9 @@ module Loadscan
   #                               Gem.path, Bundler's path and Ruby's own), checked with one stat
   #                               per load-path entry instead of one per directory
   #   LOADSCAN_STATS=1            one summary line on stderr at exit
+  #   LOADSCAN_IGNORE_DIRS=A:B    directories never listed, left to Ruby's require: a name (every
+  #                               directory so named, at any depth) or an absolute path; default
+  #                               node_modules; empty: none (dot-directories are never listed)
   #
   # A setting never breaks a boot: a value that makes no sense gives one warning naming the
   # setting and what it accepts, and the default applies. Flags take 1/0, true/false, yes/no,
@@ -26,16 +29,19 @@ module Loadscan
               "0" => false, "false" => false, "no" => false, "off" => false }.freeze
     VALIDATIONS = %w[mtime listing].freeze
     MAX_THREADS = 64
-    KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS].map { "LOADSCAN_#{_1}" }.freeze
+    KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS].map { "LOADSCAN_#{_1}" }.freeze
     # The test suite's own variables, passed down to the processes it boots.
     TEST_PREFIX = "LOADSCAN_TEST_"
 
     attr_reader :enabled, :threads, :dlext, :cache_dir, :validate, :readonly, :lazy, :stats
+    # Directory names and absolute paths the scanner never lists (LOADSCAN_IGNORE_DIRS).
+    attr_reader :ignore_names, :ignore_paths
+    IGNORE_DEFAULT = %w[node_modules].freeze
     # What was wrong with the settings, one message each (Loadscan.setup warns once with them).
     attr_reader :problems
 
     def initialize(enabled: nil, threads: nil, cache_dir: nil, cache: nil, validate: nil, readonly: nil,
-                   stable_dirs: nil, lazy: nil, stats: nil, env: ENV)
+                   stable_dirs: nil, lazy: nil, stats: nil, ignore_dirs: nil, env: ENV)
       @env = env
       @problems = []
       unknown_variables
@@ -47,14 +53,17 @@ module Loadscan
       @stats = stats.nil? ? flag("LOADSCAN_STATS", false) : stats
       cache = flag("LOADSCAN_CACHE", true) if cache.nil?
       @cache_dir = cache ? cache_dir_setting(cache_dir) : nil
+      @ignore_names, @ignore_paths = ignore_setting(ignore_dirs)
       @extra_stable = stable_dirs || env["LOADSCAN_STABLE_DIRS"].to_s.split(File::PATH_SEPARATOR)
       # RbConfig is loaded whenever RubyGems is; without it the extension's own default applies.
       @dlext = defined?(RbConfig) ? RbConfig::CONFIG["DLEXT"] : ""
     end
 
-    # The key a cache file must carry: written by another loadscan or Ruby, it is not used.
+    # The key a cache file must carry: written by another loadscan or Ruby, or with other
+    # directories ignored, it is not used.
     def env_key
-      "loadscan #{VERSION} #{RUBY_REVISION} #{RUBY_PLATFORM} #{dlext}"
+      ignored = (ignore_names + ignore_paths).join(File::PATH_SEPARATOR)
+      "loadscan #{VERSION} #{RUBY_REVISION} #{RUBY_PLATFORM} #{dlext} ignore=#{ignored}"
     end
 
     # Directories whose contents only change on install (gems, Ruby's own libraries): cached
@@ -124,6 +133,25 @@ module Loadscan
     rescue ArgumentError
       problem("#{name} #{raw.inspect} is not a whole number (use 0 for automatic, or a count up to #{MAX_THREADS}); using automatic")
       0
+    end
+
+    # Names and absolute paths (realpaths where they resolve, as the scanner sees load-path
+    # entries); a relative path is no name and no path: refused with a warning.
+    def ignore_setting(keyword)
+      raw = keyword || @env["LOADSCAN_IGNORE_DIRS"]&.split(File::PATH_SEPARATOR) || IGNORE_DEFAULT
+      names = []
+      paths = []
+      Array(raw).map(&:to_s).map(&:strip).reject(&:empty?).each do |item|
+        if item.start_with?("/")
+          paths << ((File.realpath(item) rescue File.expand_path(item))) # rubocop:disable Style/RescueModifier
+        elsif item.include?("/") || item == "." || item == ".."
+          problem("#{keyword ? "ignore_dirs:" : "LOADSCAN_IGNORE_DIRS"} #{item.inspect} is neither a directory name " \
+                  "nor an absolute path; not ignored")
+        else
+          names << item
+        end
+      end
+      [names.uniq, paths.uniq]
     end
 
     # An absolute directory, or the default. An empty or relative setting would put the cache

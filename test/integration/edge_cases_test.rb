@@ -40,6 +40,29 @@ class EdgeCasesTest < Minitest::Test
     end
   end
 
+  # LOADSCAN_IGNORE_DIRS: names (any depth) and absolute paths (a root, or a directory in one)
+  # are never listed and left to Ruby, quietly; the default is node_modules, empty is none.
+  def test_ignored_dirs_are_left_to_ruby
+    with_files([["e/node_modules/x.rb", ""], ["e/vendor/y.rb", ""], ["e/keep/vendor/v.rb", ""], ["e/keep/z.rb", ""],
+                ["e/deep/skip/s.rb", ""], ["f/w.rb", ""]]) do |dir|
+      code = script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})",
+                    %w[node_modules/x vendor/y keep/vendor/v keep/z deep/skip/s w])
+      {
+        nil => %w[node_modules/x],
+        "vendor:#{dir}/f:#{dir}/e/deep/skip" => %w[vendor/y keep/vendor/v deep/skip/s w],
+        "" => [],
+      }.each do |setting, ignored|
+        env = setting.nil? ? {} : { "LOADSCAN_IGNORE_DIRS" => setting }
+        [{}, { "LOADSCAN_LAZY" => "0" }].each do |mode|
+          _, fast = assert_same(code, env: env.merge(mode))
+          stats = fast.report["stats"]
+          assert_equal ignored.size, stats[:left_to_ruby][:blind_spot], "#{setting.inspect} #{mode}: #{stats.inspect}"
+          assert_equal 6 - ignored.size, stats[:hits], "#{setting.inspect} #{mode}: #{stats.inspect}"
+        end
+      end
+    end
+  end
+
   def test_dangling_symlink_is_ignored_quietly
     with_files([["e/gone.rb", :symlink, "nowhere.rb"], ["e/gonedir", :symlink, "nowhere"], ["f/gone.rb", ""]]) do |dir|
       _, fast = assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})", %w[gone gonedir/x]))

@@ -191,12 +191,29 @@ class ConfigTest < Minitest::Test
     assert_equal c.problems.uniq, c.problems
   end
 
+  def test_ignore_dirs_names_paths_and_default
+    assert_equal [%w[node_modules], []], [config.ignore_names, config.ignore_paths]
+    none = config({ "LOADSCAN_IGNORE_DIRS" => "" })
+    assert_equal [[], []], [none.ignore_names, none.ignore_paths]
+    Dir.mktmpdir do |dir|
+      c = config({ "LOADSCAN_IGNORE_DIRS" => "vendor: tmp :#{dir}/../#{File.basename(dir)}:#{dir}/none:a/b:." })
+      assert_equal %w[vendor tmp], c.ignore_names
+      assert_equal [File.realpath(dir), "#{File.realpath(dir)}/none"], c.ignore_paths
+      assert_equal ['LOADSCAN_IGNORE_DIRS "a/b" is neither a directory name nor an absolute path; not ignored',
+                    'LOADSCAN_IGNORE_DIRS "." is neither a directory name nor an absolute path; not ignored'], c.problems
+    end
+    assert_equal %w[x], config(ignore_dirs: %w[x]).ignore_names
+  end
+
   def test_env_key_names_this_loadscan_and_ruby
     key = config.env_key
     assert_includes key, Loadscan::VERSION
     assert_includes key, RUBY_REVISION.to_s
     assert_includes key, RUBY_PLATFORM
-    assert key.end_with?(" #{RbConfig::CONFIG["DLEXT"]}"), key
+    assert_includes key, " #{RbConfig::CONFIG["DLEXT"]} ", key
+    # The directories ignored are part of it: a cache listed with others is not used.
+    assert key.end_with?(" ignore=node_modules"), key
+    refute_equal key, config({ "LOADSCAN_IGNORE_DIRS" => "vendor" }).env_key
   end
 
   # The same in real boots: each bad value, set alone, boots exactly like stock Ruby with

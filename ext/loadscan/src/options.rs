@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use loadscan_core::{ScanOptions, SyncPolicy, Validation};
 use magnus::r_hash::ForEach;
 use magnus::value::LazyId;
-use magnus::{prelude::*, Error, RHash, RString, Ruby, Symbol, TryConvert, Value};
+use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby, Symbol, TryConvert, Value};
 
 use crate::resolver::Cache;
 
@@ -21,10 +21,24 @@ static VALIDATE: LazyId = LazyId::new("validate");
 static STABLE_DIRS: LazyId = LazyId::new("stable_dirs");
 static LAZY: LazyId = LazyId::new("lazy");
 static ON_PROBLEMS: LazyId = LazyId::new("on_problems");
+static IGNORE_NAMES: LazyId = LazyId::new("ignore_names");
+static IGNORE_PATHS: LazyId = LazyId::new("ignore_paths");
 
 /// Interns every key (called from `init`, so that no later comparison can panic).
 pub fn intern(ruby: &Ruby) {
-    for id in [&DLEXT, &THREADS, &CACHE_DIR, &ENV_KEY, &UID, &VALIDATE, &STABLE_DIRS, &LAZY, &ON_PROBLEMS] {
+    for id in [
+        &DLEXT,
+        &THREADS,
+        &CACHE_DIR,
+        &ENV_KEY,
+        &UID,
+        &VALIDATE,
+        &STABLE_DIRS,
+        &LAZY,
+        &ON_PROBLEMS,
+        &IGNORE_NAMES,
+        &IGNORE_PATHS,
+    ] {
         LazyId::force(id, ruby);
     }
 }
@@ -40,7 +54,7 @@ pub struct Start {
 }
 
 /// Reads `{dlext:, threads:, cache_dir:, env_key:, uid:, validate:, stable_dirs:, lazy:,
-/// on_problems:}`; every key is optional (`uid` is required with a `cache_dir`).
+/// on_problems:, ignore_names:, ignore_paths:}`; every key is optional (`uid` is required with a `cache_dir`).
 ///
 /// - `dlext` (String): native extensions' extension, empty or absent for the core's default;
 /// - `threads` (Integer): scan threads, 0 or absent for the core's default;
@@ -50,7 +64,9 @@ pub struct Start {
 /// - `validate` (`"mtime"` or `"listing"`): how cached roots are checked (LOADSCAN_VALIDATE);
 /// - `stable_dirs` (Array of String): directories checked with one `stat`;
 /// - `lazy` (true/false, default true): false lists every directory up front (LOADSCAN_LAZY=0);
-/// - `on_problems` (callable or nil): see [`Start::on_problems`].
+/// - `on_problems` (callable or nil): see [`Start::on_problems`];
+/// - `ignore_names` (Array of String): directory names never listed (default `node_modules`);
+/// - `ignore_paths` (Array of String): absolute directories never listed.
 pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
     let mut scan = ScanOptions::default();
     let mut validation = Validation::Mtime;
@@ -93,6 +109,10 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
             stable = Vec::<String>::try_convert(value)?.into_iter().map(PathBuf::from).collect();
         } else if k == LAZY {
             lazy = value.to_bool();
+        } else if k == IGNORE_NAMES {
+            scan.skip_dirs = byte_strings(value)?;
+        } else if k == IGNORE_PATHS {
+            scan.skip_paths = byte_strings(value)?.into_iter().map(|p| PathBuf::from(OsStr::from_bytes(&p))).collect();
         } else if k == ON_PROBLEMS {
             on_problems = value;
         } else {
@@ -114,6 +134,12 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
     };
     let dlext = scan.dlext.clone();
     Ok(Start { dlext, policy: SyncPolicy { scan, validation, stable }, cache, on_problems })
+}
+
+/// An Array of Strings as bytes (directory names need not be UTF-8).
+fn byte_strings(value: Value) -> Result<Vec<Vec<u8>>, Error> {
+    let array = RArray::try_convert(value)?;
+    (0..array.len()).map(|i| array.entry::<RString>(i as isize).map(bytes)).collect()
 }
 
 fn bytes(s: RString) -> Vec<u8> {

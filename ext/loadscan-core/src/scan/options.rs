@@ -7,8 +7,12 @@ pub struct ScanOptions {
     pub dlext: Vec<u8>,
     /// Skip directories whose name starts with a dot (`.git`): they become blind spots.
     pub skip_dot_dirs: bool,
-    /// Directory names never descended into (they become blind spots).
+    /// Directory names never descended into (they become blind spots): `LOADSCAN_IGNORE_DIRS`'s
+    /// names, `node_modules` by default.
     pub skip_dirs: Vec<Vec<u8>>,
+    /// Absolute directories never listed (`LOADSCAN_IGNORE_DIRS`'s paths): a root or a directory
+    /// reached at exactly that path (root joined with the names listed) is a blind spot.
+    pub skip_paths: Vec<std::path::PathBuf>,
     /// Deepest directory level listed below a root.
     pub max_depth: usize,
     /// Deepest directory level listed up front; deeper directories are recorded as
@@ -46,6 +50,7 @@ impl Default for ScanOptions {
             dlext: if cfg!(target_os = "macos") { b"bundle".to_vec() } else { b"so".to_vec() },
             skip_dot_dirs: true,
             skip_dirs: vec![b"node_modules".to_vec()],
+            skip_paths: Vec::new(),
             max_depth: 48,
             eager_depth: usize::MAX,
             max_dirs: 100_000,
@@ -76,8 +81,19 @@ impl ScanOptions {
         None
     }
 
-    /// Whether a directory of this name is skipped.
-    pub(crate) fn skips(&self, name: &[u8]) -> bool {
-        (self.skip_dot_dirs && name.first() == Some(&b'.')) || self.skip_dirs.iter().any(|s| s == name)
+    /// Whether the directory `name` in `parent` is skipped (no allocation: compared in place).
+    pub(crate) fn skips(&self, parent: &std::path::Path, name: &[u8]) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        (self.skip_dot_dirs && name.first() == Some(&b'.'))
+            || self.skip_dirs.iter().any(|s| s == name)
+            || self
+                .skip_paths
+                .iter()
+                .any(|p| p.file_name().map(OsStrExt::as_bytes) == Some(name) && p.parent() == Some(parent))
+    }
+
+    /// Whether a root is one of the skipped paths (then it is not listed at all).
+    pub(crate) fn skips_root(&self, root: &std::path::Path) -> bool {
+        self.skip_paths.iter().any(|p| p == root)
     }
 }

@@ -18,6 +18,7 @@ pub fn scan_serial(root: &Path, opts: &ScanOptions) -> (Listing, Vec<ScanProblem
     match std::fs::metadata(root) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => listing.state = RootState::Missing,
         Ok(md) if !md.is_dir() => listing.state = RootState::NotDir,
+        _ if opts.skips_root(root) => listing.blind.push(Vec::new()),
         _ => {
             let mut dirs = 0;
             visit(root, Vec::new(), 0, &mut Vec::new(), opts, (&mut listing, &mut problems), &mut dirs);
@@ -116,7 +117,7 @@ fn visit(
         };
         let ft = md.file_type();
         if ft.is_dir() {
-            if opts.skips(name) {
+            if opts.skips(dir, name) {
                 out.blind.push(rel_join(&rel, name));
             } else {
                 subdirs.push((path, rel_join(&rel, name)));

@@ -130,6 +130,11 @@ impl Walk<'_> {
             out.problems.push(problem(ProblemKind::TooLarge, root.clone(), None));
             return (out, Vec::new());
         }
+        if job.rel.is_empty() && self.opts.skips_root(root) {
+            out.state = Some(RootState::Dir);
+            out.blind.push(Vec::new());
+            return (out, Vec::new());
+        }
         if let Some(hook) = &self.opts.before_list.0 {
             hook(&path);
         }
@@ -149,7 +154,7 @@ impl Walk<'_> {
             digest = digest.wrapping_add(entry_digest(name, &found));
             match found {
                 Found::Dir => {
-                    if self.opts.skips(name) {
+                    if self.opts.skips(&path, name) {
                         out.blind.push(child_rel(&job.rel, name));
                     } else {
                         subdirs.push(child_rel(&job.rel, name));
