@@ -41,7 +41,8 @@ module Loadscan
                                          env_key: @config.env_key, uid: Process.euid, validate: @config.validate,
                                          stable_dirs: @config.stable_dirs, lazy: @config.lazy,
                                          ignore_names: @config.ignore_names, ignore_paths: @config.ignore_paths,
-                                         on_problems: ->(problems) { Warnings.scan_problems(problems) })
+                                         on_problems: ->(problems) { Warnings.scan_problems(problems) },
+                                         on_defer: ->(feature, reason) { instrument(:require_left_to_ruby) { { feature: feature, reason: reason } } })
       Warnings.once(:cache, warning) if warning
       Native.sync
       instrument(:cache_load) do

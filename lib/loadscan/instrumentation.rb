@@ -5,11 +5,13 @@ module Loadscan
   #
   #   :cache_load   at setup    {cache_dir:, roots_from_cache:, roots_scanned:, ms:, warning:}
   #   :cache_write  at save     {cache_dir:, result: :written | :clean | :failed | :skipped}
+  #   :require_left_to_ruby     {feature:, reason:} for each `require` the index left to Ruby's
+  #                 own (reason: a `Loadscan.stats[:left_to_ruby]` key, e.g. :blind_spot)
   #
   # `Loadscan.instrumentation = ->(event, payload) { … }` receives them; when
-  # ActiveSupport::Notifications is loaded they are also published as "cache_load.loadscan" and
-  # "cache_write.loadscan". A hook that raises is reported once and never breaks a boot. Which
-  # requires the index left to Ruby, and why, is counted in `Loadscan.stats[:left_to_ruby]`.
+  # ActiveSupport::Notifications is loaded they are also published as "cache_load.loadscan",
+  # "cache_write.loadscan" and "require_left_to_ruby.loadscan". A hook that raises is reported
+  # once and never breaks a boot. `Loadscan.stats[:left_to_ruby]` counts the requires left to Ruby.
   module Instrumentation
     class << self
       # Calls `hook` (the callable given to Loadscan.instrumentation=, or nil) and publishes.

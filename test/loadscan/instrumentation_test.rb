@@ -46,6 +46,28 @@ class InstrumentationTest < Minitest::Test
     end
   end
 
+  # Each require left to Ruby's own is an event with the feature and why; requires the index
+  # answered are not.
+  def test_requires_left_to_ruby_are_events
+    with_files([["e/a.rb", ""], ["e/node_modules/n.rb", ""], ["e/p.rb", ""], ["e/rel.rb", ""]]) do |dir|
+      run = run_code(<<~RUBY, File.join(dir, "cache"))
+        $LOAD_PATH.unshift(#{"#{dir}/e".inspect})
+        events = []
+        Loadscan.instrumentation = ->(event, payload) { events << [event, payload] if event == :require_left_to_ruby }
+        Loadscan.setup
+        require "a"
+        require "node_modules/n"
+        require #{"#{dir}/e/p".inspect}
+        Dir.chdir(#{dir.inspect}) { require "./e/rel" }
+        report(events)
+      RUBY
+      assert run.success?, run.stderr
+      assert_equal [[:require_left_to_ruby, { feature: "node_modules/n", reason: :blind_spot }],
+                    [:require_left_to_ruby, { feature: "#{dir}/e/p", reason: :not_feature }],
+                    [:require_left_to_ruby, { feature: "./e/rel", reason: :not_feature }]], run.report
+    end
+  end
+
   def test_a_hook_that_raises_is_one_warning
     Dir.mktmpdir("loadscan-cache") do |cache|
       run = run_code(<<~RUBY, cache)

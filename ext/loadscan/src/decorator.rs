@@ -13,7 +13,7 @@ use rb_sys::VALUE;
 use loadscan_core::Kind;
 
 use crate::resolver::{self, Reason, Resolved};
-use crate::{path_string, report_problems, string_bytes};
+use crate::{path_string, report_deferral, report_problems, string_bytes};
 
 /// Ruby's own `require`, called as a function (no method dispatch, no frame). Whatever it raises
 /// or throws comes back as an `Err` and is raised again once the Rust frames are gone.
@@ -59,6 +59,7 @@ fn load_error(ruby: &Ruby, feature: Value) -> Error {
 pub fn require(ruby: &Ruby, rb_self: Value, feature: Value) -> Result<Value, Error> {
     let Some(bytes) = string_bytes(feature) else {
         resolver::count_deferred(Reason::NotString);
+        report_deferral(ruby, feature, Reason::NotString);
         return c_require(rb_self, feature);
     };
     let answer = resolver::try_resolve(&bytes)?;
@@ -75,7 +76,10 @@ pub fn require(ruby: &Ruby, rb_self: Value, feature: Value) -> Result<Value, Err
         }
         Resolved::Loaded => Ok(ruby.qfalse().as_value()),
         Resolved::Missing => Err(load_error(ruby, feature)),
-        Resolved::Defer(_) => c_require(rb_self, feature),
+        Resolved::Defer(reason) => {
+            report_deferral(ruby, feature, reason);
+            c_require(rb_self, feature)
+        }
         Resolved::Probe => Err(Error::new(ruby.exception_load_error(), "loadscan: probe reached the decorator")),
     }
 }

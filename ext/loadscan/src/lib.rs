@@ -66,7 +66,8 @@ pub(crate) fn path_string(ruby: &Ruby, path: &[u8], like: Value) -> RString {
 /// `load_path` with an optional cache. Returns nil, or why an existing cache could not be used.
 fn start(ruby: &Ruby, load_path: RArray, opts: RHash) -> Result<Option<String>, Error> {
     let start = options::parse(ruby, opts)?;
-    ruby.get_inner(&ON_PROBLEMS).store(0, start.on_problems)?;
+    ruby.get_inner(&HOOKS).store(0, start.on_problems)?;
+    ruby.get_inner(&HOOKS).store(1, start.on_defer)?;
     let raw = magnus::rb_sys::AsRawValue::as_raw(load_path);
     Ok(resolver::start(raw, &start.dlext, start.policy, start.cache))
 }
@@ -82,9 +83,10 @@ fn save(ruby: &Ruby) -> Value {
     }
 }
 
-/// The `on_problems` callable given to `start` (at index 0; nil for none), kept alive by the GC
-/// mark that `Lazy` gives it.
-static ON_PROBLEMS: Lazy<RArray> = Lazy::new(|ruby| ruby.ary_new_from_values(&[ruby.qnil().as_value()]));
+/// The `on_problems` (index 0) and `on_defer` (index 1) callables given to `start` (nil for
+/// none), kept alive by the GC mark that `Lazy` gives them.
+static HOOKS: Lazy<RArray> =
+    Lazy::new(|ruby| ruby.ary_new_from_values(&[ruby.qnil().as_value(), ruby.qnil().as_value()]));
 static CALL: LazyId = LazyId::new("call");
 
 /// Hands problems from scans since the last report to the `on_problems` callable given to
@@ -95,9 +97,23 @@ pub(crate) fn report_problems(ruby: &Ruby) {
     if new.is_empty() {
         return;
     }
-    let Ok(hook) = ruby.get_inner(&ON_PROBLEMS).entry::<Value>(0) else { return };
+    let Ok(hook) = ruby.get_inner(&HOOKS).entry::<Value>(0) else { return };
     if !hook.is_nil() {
         let _: Result<Value, Error> = hook.funcall(LazyId::get_inner_with(&CALL, ruby), (problem_array(ruby, new),));
+    }
+}
+
+/// Tells the `on_defer` callable given to `start` that `feature` goes to Ruby's own `require`,
+/// and why (a `Loadscan.stats[:left_to_ruby]` key). Only in the Ractor that started loadscan
+/// (the callable is one of its objects); what it raises is ignored, as for `report_problems`.
+pub(crate) fn report_deferral(ruby: &Ruby, feature: Value, reason: resolver::Reason) {
+    if !resolver::in_main_ractor() {
+        return;
+    }
+    let Ok(hook) = ruby.get_inner(&HOOKS).entry::<Value>(1) else { return };
+    if !hook.is_nil() {
+        let why = ruby.to_symbol(reason.name());
+        let _: Result<Value, Error> = hook.funcall(LazyId::get_inner_with(&CALL, ruby), (feature, why));
     }
 }
 
@@ -237,7 +253,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let native = ruby.define_module("Loadscan")?.define_module("Native")?;
     options::intern(ruby);
     LazyId::force(&CALL, ruby);
-    Lazy::force(&ON_PROBLEMS, ruby);
+    Lazy::force(&HOOKS, ruby);
     native.define_module_function("start", function!(start, 2))?;
     native.define_module_function("save", function!(save, 0))?;
     native.define_module_function("stop", function!(resolver::stop, 0))?;

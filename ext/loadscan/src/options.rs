@@ -21,6 +21,7 @@ static VALIDATE: LazyId = LazyId::new("validate");
 static STABLE_DIRS: LazyId = LazyId::new("stable_dirs");
 static LAZY: LazyId = LazyId::new("lazy");
 static ON_PROBLEMS: LazyId = LazyId::new("on_problems");
+static ON_DEFER: LazyId = LazyId::new("on_defer");
 static IGNORE_NAMES: LazyId = LazyId::new("ignore_names");
 static IGNORE_PATHS: LazyId = LazyId::new("ignore_paths");
 
@@ -36,6 +37,7 @@ pub fn intern(ruby: &Ruby) {
         &STABLE_DIRS,
         &LAZY,
         &ON_PROBLEMS,
+        &ON_DEFER,
         &IGNORE_NAMES,
         &IGNORE_PATHS,
     ] {
@@ -51,10 +53,12 @@ pub struct Start {
     pub cache: Option<Cache>,
     /// Called with `[[kind, message], …]` when scans work around something new (nil: nobody).
     pub on_problems: Value,
+    /// Called with `(feature, reason)` for each `require` left to Ruby's own (nil: nobody).
+    pub on_defer: Value,
 }
 
 /// Reads `{dlext:, threads:, cache_dir:, env_key:, uid:, validate:, stable_dirs:, lazy:,
-/// on_problems:, ignore_names:, ignore_paths:}`; every key is optional (`uid` is required with a `cache_dir`).
+/// on_problems:, on_defer:, ignore_names:, ignore_paths:}`; every key is optional (`uid` is required with a `cache_dir`).
 ///
 /// - `dlext` (String): native extensions' extension, empty or absent for the core's default;
 /// - `threads` (Integer): scan threads, 0 or absent for the core's default;
@@ -65,6 +69,7 @@ pub struct Start {
 /// - `stable_dirs` (Array of String): directories checked with one `stat`;
 /// - `lazy` (true/false, default true): false lists every directory up front (LOADSCAN_LAZY=0);
 /// - `on_problems` (callable or nil): see [`Start::on_problems`];
+/// - `on_defer` (callable or nil): see [`Start::on_defer`];
 /// - `ignore_names` (Array of String): directory names never listed (default `node_modules`);
 /// - `ignore_paths` (Array of String): absolute directories never listed.
 pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
@@ -74,6 +79,7 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
     let mut lazy = true;
     let (mut dir, mut env, mut uid): (Option<PathBuf>, Vec<u8>, Option<u32>) = (None, Vec::new(), None);
     let mut on_problems = ruby.qnil().as_value();
+    let mut on_defer = ruby.qnil().as_value();
     let mut unknown = Vec::new();
     opts.foreach(|key: Value, value: Value| {
         let Some(k) = Symbol::from_value(key) else {
@@ -115,6 +121,8 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
             scan.skip_paths = byte_strings(value)?.into_iter().map(|p| PathBuf::from(OsStr::from_bytes(&p))).collect();
         } else if k == ON_PROBLEMS {
             on_problems = value;
+        } else if k == ON_DEFER {
+            on_defer = value;
         } else {
             unknown.push(key.inspect());
         }
@@ -133,7 +141,7 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
         }
     };
     let dlext = scan.dlext.clone();
-    Ok(Start { dlext, policy: SyncPolicy { scan, validation, stable }, cache, on_problems })
+    Ok(Start { dlext, policy: SyncPolicy { scan, validation, stable }, cache, on_problems, on_defer })
 }
 
 /// An Array of Strings as bytes (directory names need not be UTF-8).

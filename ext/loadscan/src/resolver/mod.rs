@@ -18,7 +18,7 @@ use rb_sys::VALUE;
 pub use cache::{save, Cache, Saved};
 pub use counters::{count_deferred, probes, stats};
 pub use problems::{problems, unreported_problems};
-pub use state::{start, stop};
+pub use state::{in_main_ractor, start, stop};
 use state::{try_synced, with_synced};
 
 /// What a lookup gives back to Ruby.

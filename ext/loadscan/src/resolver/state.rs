@@ -187,7 +187,7 @@ fn mark_main_ractor() {
 
 /// Whether the running Ractor is the one that started loadscan. Others are left to Ruby: the
 /// state is not theirs, and Ruby's own `require` decides what they may load.
-pub(super) fn in_main_ractor() -> bool {
+pub fn in_main_ractor() -> bool {
     let Some(&key) = MAIN_RACTOR_KEY.get() else { return true };
     let mut v: VALUE = rb_sys::Qnil as VALUE;
     unsafe { rb_sys::rb_ractor_local_storage_value_lookup(key as _, &mut v) && v == rb_sys::Qtrue as VALUE }
