@@ -17,19 +17,10 @@ use rb_sys::{ruby_value_type, VALUE};
 
 /// Why [`LoadPath::poll`] gave no entries.
 pub enum Polled {
-    /// The load path cannot be mirrored now (see [`Opaque`]): Ruby answers.
+    /// The load path cannot be mirrored now (see [`LoadPath::opaque`]): Ruby answers.
     Opaque,
     /// An entry's `to_path` raised (or threw): to be raised once nothing of loadscan's is held.
     Raised(Error),
-}
-
-/// Why the load path cannot be mirrored right now (Ruby must answer every require).
-#[derive(Debug)]
-pub enum Opaque {
-    /// An entry with a NUL byte: Ruby decides what to make of it.
-    BadEntry,
-    /// An entry starts with `~`: Ruby expands it against the home dir without `realpath`.
-    HomeEntry,
 }
 
 /// The state of `$LOAD_PATH` as last seen.
@@ -41,7 +32,10 @@ pub struct LoadPath {
     /// The expanded entries (Ruby skips empty ones; they are left out here too).
     expanded: Vec<PathBuf>,
     realpaths: RealPaths,
-    opaque: Option<Opaque>,
+    /// The load path cannot be mirrored right now, so Ruby must answer every require: an entry
+    /// holds a NUL byte (Ruby decides what to make of it), or starts with `~` (Ruby expands it
+    /// against the home dir without `realpath`).
+    opaque: bool,
     fresh: bool,
 }
 
@@ -58,14 +52,14 @@ impl LoadPath {
             dynamic: false,
             expanded: Vec::new(),
             realpaths: RealPaths::default(),
-            opaque: None,
+            opaque: false,
             fresh: true,
         }
     }
 
     /// Whether `$LOAD_PATH` is as last polled and mirrorable (then `poll` has nothing to do).
     pub fn is_unchanged(&self) -> bool {
-        self.opaque.is_none() && self.unchanged()
+        !self.opaque && self.unchanged()
     }
 
     fn unchanged(&self) -> bool {
@@ -92,10 +86,7 @@ impl LoadPath {
     /// [`Polled::Raised`], for the caller to raise once it holds nothing of loadscan's.
     pub fn poll(&mut self) -> Result<Option<&[PathBuf]>, Polled> {
         if self.unchanged() {
-            return match &self.opaque {
-                Some(_) => Err(Polled::Opaque),
-                None => Ok(None),
-            };
+            return if self.opaque { Err(Polled::Opaque) } else { Ok(None) };
         }
         // Ruby takes the realpath of every entry again after each change; the memo answers
         // for an entry only while the symlinks it went through still point where they did.
@@ -107,14 +98,14 @@ impl LoadPath {
             Err(e) => {
                 // Expanded again next time, as Ruby will on its own require.
                 self.fresh = true;
-                self.opaque = None;
+                self.opaque = false;
                 return Err(Polled::Raised(e));
             }
         };
         self.fresh = false;
         self.dynamic = dynamic;
         self.opaque = opaque;
-        if self.opaque.is_some() {
+        if self.opaque {
             return Err(Polled::Opaque);
         }
         if expanded == self.expanded {
@@ -131,7 +122,8 @@ impl LoadPath {
 
     /// Expands the entries as Ruby's `rb_construct_expanded_load_path` does: the length is read
     /// again before each element, since an entry's `to_path` may change `$LOAD_PATH` itself.
-    fn expand(&mut self) -> Result<(Vec<PathBuf>, bool, Option<Opaque>), Error> {
+    /// Returns the entries, whether some are dynamic, and whether the load path is opaque.
+    fn expand(&mut self) -> Result<(Vec<PathBuf>, bool, bool), Error> {
         let mut out = Vec::with_capacity(unsafe { rb_sys::RARRAY_LEN(self.array) } as usize);
         let mut dynamic = false;
         let mut cwd: Option<PathBuf> = None;
@@ -151,11 +143,11 @@ impl LoadPath {
                 std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, rb_sys::RSTRING_LEN(s) as usize)
             };
             if bytes.contains(&0) {
-                return Ok((out, dynamic, Some(Opaque::BadEntry)));
+                return Ok((out, dynamic, true));
             }
             match bytes.first() {
                 None => continue,
-                Some(b'~') => return Ok((out, dynamic, Some(Opaque::HomeEntry))),
+                Some(b'~') => return Ok((out, dynamic, true)),
                 Some(b'/') => {}
                 Some(_) => dynamic = true,
             }
@@ -168,6 +160,6 @@ impl LoadPath {
             };
             out.push(self.realpaths.expand(&abs));
         }
-        Ok((out, dynamic, None))
+        Ok((out, dynamic, false))
     }
 }

@@ -37,14 +37,16 @@ impl Ask {
     }
 }
 
-/// What the file system's type says.
+/// What the file system's type says. (Off Linux every type is asked by behaviour, so the other
+/// two are never made there.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(any(not(target_os = "linux"), feature = "portable-readdir"), allow(dead_code))]
 pub(crate) enum ByType {
     /// Names are compared byte for byte.
     Exact,
     /// Names fold case.
     Folds,
-    /// Unknown from the type: ask by behaviour ([`probe_name`]).
+    /// Unknown from the type: ask by behaviour ([`folds_by_lookup`]).
     Probe,
 }
 
