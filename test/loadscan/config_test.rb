@@ -41,6 +41,8 @@ class ConfigTest < Minitest::Test
     "LOADSCAN_VALIDATE" => ["digest", /LOADSCAN_VALIDATE "digest" is not one of mtime, listing/, :validate, "mtime"],
     "LOADSCAN_CACHE_DIR" => ["relative/dir", /LOADSCAN_CACHE_DIR "relative\/dir" is not an absolute path/, :cache_dir, nil],
     "LOADSCAN_READ_ONLY" => ["1", /LOADSCAN_READ_ONLY is not a loadscan setting \(did you mean LOADSCAN_READONLY\?\)/, :readonly, false],
+    "LOADSCAN_IGNORE_DIRS" => ["vendor/x", /LOADSCAN_IGNORE_DIRS "vendor\/x" is neither a directory name nor an absolute path/,
+                               :ignore_names, []],
   }.freeze
 
   def test_each_bad_value_is_one_problem_and_the_default_applies
