@@ -259,7 +259,7 @@ fn hostile_bytes_never_panic() {
     t.file("e0/.skip/x.rb").file("e1/dup.rb").file("e2/dup.rb").file("e2/dup.so").file("e1/d1/deep/er/y.rb");
     let order: Vec<PathBuf> = (0..3).map(|i| t.path(&format!("e{i}"))).collect();
     // A full listing, and a lazy one where some directories were listed and the rest deferred
-    // (so the prefix table holds both kinds of spot).
+    // (so the prefix table holds both kinds of gap).
     let p = policy();
     let (_, full) = cold(&order, &p, false);
     let mut lazy = Index::new(b"so");
@@ -540,14 +540,14 @@ impl Mode600 for std::fs::OpenOptions {
 struct Crafted {
     roots: Vec<u8>,
     dirs: Vec<u8>,
-    spots: Vec<u8>,
+    gaps: Vec<u8>,
     feats: Vec<u8>,
     slots: Vec<u32>,
     ids: Vec<u32>,
     prefixes: Vec<u8>,
     prefix_slots: Vec<u32>,
     strings: Vec<u8>,
-    n: [usize; 4], // roots, dirs, spots, feats
+    n: [usize; 4], // roots, dirs, gaps, feats
 }
 
 fn le(out: &mut Vec<u8>, vals: &[u32]) {
@@ -562,8 +562,8 @@ impl Crafted {
         self.strings.extend_from_slice(s);
         [at, s.len() as u32]
     }
-    fn root(&mut self, path: [u32; 2], dirs: [u32; 2], spots: [u32; 2]) {
-        le(&mut self.roots, &[path[0], path[1], 0, dirs[0], dirs[1], spots[0], spots[1]]);
+    fn root(&mut self, path: [u32; 2], dirs: [u32; 2], gaps: [u32; 2]) {
+        le(&mut self.roots, &[path[0], path[1], 0, dirs[0], dirs[1], gaps[0], gaps[1]]);
         self.roots.extend_from_slice(&[0u8; 16]);
         self.n[0] += 1;
     }
@@ -590,7 +590,7 @@ impl Crafted {
             self.strings.len(),
         ];
         le(&mut body, &counts.map(|c| c as u32));
-        for s in [&self.roots, &self.dirs, &self.spots, &self.feats] {
+        for s in [&self.roots, &self.dirs, &self.gaps, &self.feats] {
             body.extend_from_slice(s);
         }
         le(&mut body, &self.slots);
@@ -645,7 +645,7 @@ fn a_crafted_file_cannot_make_a_rewrite_allocate_gigabytes() {
     c.prefix_slots = vec![NONE];
     let s = Snapshot::parse(c.bytes(), ENV).expect("well-formed");
     assert!(s.files_by_root(None).iter().all(Vec::is_empty));
-    assert!(s.skeleton(&s.root(0).unwrap()).is_none(), "not rebuilt: scanned again instead");
+    assert!(s.listing_without_files(&s.root(0).unwrap()).is_none(), "not rebuilt: scanned again instead");
     let index = Index::from_snapshot(b"so", s);
     assert!(index.records(0, 0).is_empty(), "nothing of the file is written back");
 }
