@@ -10,12 +10,13 @@
 # app with its gem dirs put on $LOAD_PATH by hand (no Bundler at boot: the fixture of sessions 1–3).
 #
 # Variants (BOOT_PRELUDE files in bench/preludes/): stock (none), bootsnap (load-path cache
-# only), loadscan (lib/loadscan/setup.rb), oracle (recorded feature→path map: the floor, above
-# RubyGems as Bootsnap sits), oracle_rubygems (the same map below RubyGems, where loadscan sits:
-# the floor of a cache that keeps RubyGems' own work, default-gem activation included).
+# only), loadscan (lib/loadscan/setup.rb), recorded (the recorded-map prelude: a feature→path
+# map recorded by a stock boot; the floor, above RubyGems as Bootsnap sits), recorded_rubygems
+# (the same map below RubyGems, where loadscan sits: the floor of a cache that keeps RubyGems'
+# own work, default-gem activation included).
 # States: cold (empty cache dir), warm (cache dir filled by the previous run), checkout
 # (warm cache, then every file and dir under the fixture's app/ tree touched to a new mtime
-# before each run; loadscan with LOADSCAN_VALIDATE=listing). stock and oracle have no cache:
+# before each run; loadscan with LOADSCAN_VALIDATE=listing). stock and recorded have no cache:
 # they run in every state's block so each ratio is paired within the same rounds. The cold
 # block also runs bootsnap_warm (Bootsnap with a cache kept from its warm-up round), so "cold
 # loadscan against warm Bootsnap" is a ratio paired within the same rounds too.
@@ -27,16 +28,16 @@ require_relative "support/fixtures"
 
 module Bench
   module Boot
-    VARIANTS = %w[stock bootsnap loadscan oracle oracle_rubygems].freeze
+    VARIANTS = %w[stock bootsnap loadscan recorded recorded_rubygems].freeze
     # The two floors, and what each overhead table calls them.
-    FLOORS = %w[oracle oracle_rubygems].freeze
+    FLOORS = %w[recorded recorded_rubygems].freeze
     STATES = %w[cold warm checkout].freeze
 
     module_function
 
     def variants_for(fx, state)
       cache = Fixtures.cache_dir(fx)
-      oracle = Fixtures.ensure_oracle(fx)
+      recorded_map = Fixtures.ensure_recorded_map(fx)
       argv = [RUBY, fx[:boot]]
       bootsnap = Fixtures.bootsnap?(fx)
       extra = state == "cold" && bootsnap ? [bootsnap_warm(fx, cache, argv)] : []
@@ -51,9 +52,9 @@ module Bench
         when "loadscan"
           env = { "BOOT_PRELUDE" => Fixtures.prelude("loadscan"), "LOADSCAN_CACHE_DIR" => dir }
           env["LOADSCAN_VALIDATE"] = "listing" if state == "checkout"
-        when "oracle", "oracle_rubygems"
-          env = { "BOOT_PRELUDE" => Fixtures.prelude("oracle"), "BENCH_ORACLE_MAP" => oracle }
-          env["BENCH_ORACLE_BELOW"] = "rubygems" if v == "oracle_rubygems"
+        when "recorded", "recorded_rubygems"
+          env = { "BOOT_PRELUDE" => Fixtures.prelude("recorded"), "BENCH_RECORDED_MAP" => recorded_map }
+          env["BENCH_RECORDED_BELOW"] = "rubygems" if v == "recorded_rubygems"
         end
         if %w[bootsnap loadscan].include?(v)
           case state
@@ -110,14 +111,14 @@ module Bench
             results << {
               fixture: name, state: state, variant: v, runs: times[v].size,
               median_ms: Stats.median(times[v]) * 1000, times_ms: times[v].map { |t| (t * 1000).round(2) },
-              vs_stock: ratio.(v, "stock"), vs_oracle: ratio.(v, "oracle"),
-              vs_oracle_rubygems: ratio.(v, "oracle_rubygems"), vs_bootsnap: ratio.(v, "bootsnap"),
+              vs_stock: ratio.(v, "stock"), vs_recorded: ratio.(v, "recorded"),
+              vs_recorded_rubygems: ratio.(v, "recorded_rubygems"), vs_bootsnap: ratio.(v, "bootsnap"),
               vs_bootsnap_warm: ratio.(v, "bootsnap_warm")
             }
           end
           summary << { fixture: name, state: state,
-                       loadscan_over_bootsnap_overhead: overhead.("oracle"),
-                       loadscan_over_bootsnap_overhead_rubygems: overhead.("oracle_rubygems"),
+                       loadscan_over_bootsnap_overhead: overhead.("recorded"),
+                       loadscan_over_bootsnap_overhead_rubygems: overhead.("recorded_rubygems"),
                        cold_vs_bootsnap_warm: ratio.("loadscan", "bootsnap_warm") }
         end
       end
@@ -128,23 +129,23 @@ module Bench
       rows = data[:results].map do |r|
         [r[:fixture], r[:state], r[:variant], format("%.1f", r[:median_ms]),
          r[:variant] == "stock" ? "1" : Runner.fmt_ratio(r[:vs_stock]),
-         r[:variant] == "oracle" ? "1" : Runner.fmt_ratio(r[:vs_oracle]),
-         r[:variant] == "oracle_rubygems" ? "1" : Runner.fmt_ratio(r[:vs_oracle_rubygems]),
+         r[:variant] == "recorded" ? "1" : Runner.fmt_ratio(r[:vs_recorded]),
+         r[:variant] == "recorded_rubygems" ? "1" : Runner.fmt_ratio(r[:vs_recorded_rubygems]),
          r[:variant] == "bootsnap" ? "1" : Runner.fmt_ratio(r[:vs_bootsnap])]
       end
       out = +"Median boot wall time (ms) and paired ratios, 99% CI in brackets (t-interval on log ratios)\n"
-      out << Runner.table(%w[fixture state variant median_ms vs_stock vs_oracle vs_oracle_rubygems vs_bootsnap], rows) << "\n\n"
+      out << Runner.table(%w[fixture state variant median_ms vs_stock vs_recorded vs_recorded_rubygems vs_bootsnap], rows) << "\n\n"
       orows = data[:overheads].flat_map do |o|
         FLOORS.filter_map do |floor|
-          r = o[floor == "oracle" ? :loadscan_over_bootsnap_overhead : :loadscan_over_bootsnap_overhead_rubygems] or next
+          r = o[floor == "recorded" ? :loadscan_over_bootsnap_overhead : :loadscan_over_bootsnap_overhead_rubygems] or next
           [o[:fixture], o[:state], floor, format("%.1f", r[:overhead_ms]), format("%.1f", r[:ref_overhead_ms]),
            format("%.2f [%.2f–%.2f]", r[:ratio], r[:lo], r[:hi])]
         end
       end
       unless orows.empty?
         out << "Overhead above each floor, loadscan relative to Bootsnap: (loadscan−floor)/(bootsnap−floor),\n"
-        out << "99% CI by paired bootstrap. Issue target: ≤ 0.10. oracle sits above RubyGems (as Bootsnap does,\n"
-        out << "skipping RubyGems' default-gem activation); oracle_rubygems sits below it (as loadscan does).\n"
+        out << "99% CI by paired bootstrap. Issue target: ≤ 0.10. recorded sits above RubyGems (as Bootsnap does,\n"
+        out << "skipping RubyGems' default-gem activation); recorded_rubygems sits below it (as loadscan does).\n"
         out << Runner.table(%w[fixture state floor loadscan−floor_ms bootsnap−floor_ms ratio], orows)
       end
       crows = data[:overheads].select { |o| o[:cold_vs_bootsnap_warm] }.map do |o|

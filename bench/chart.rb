@@ -21,7 +21,7 @@ abort "chart: no #{state} rows for gems-N fixtures in #{inputs.join(", ")}" if r
 series = rows.group_by { |r| r["variant"] }.transform_values do |rs|
   rs.map { |r| [r["fixture"][/\d+/].to_i, r["median_ms"]] }.sort
 end
-colors = { "stock" => "#c0392b", "bootsnap" => "#2980b9", "loadscan" => "#27ae60", "oracle" => "#7f8c8d", "oracle_rubygems" => "#b7950b" }
+colors = { "stock" => "#c0392b", "bootsnap" => "#2980b9", "loadscan" => "#27ae60", "recorded" => "#7f8c8d", "recorded_rubygems" => "#b7950b" }
 w, h, left, bottom, top, right = 640, 400, 60, 50, 30, 130
 xs = series.values.flatten(1).map(&:first).uniq.sort
 ymax = series.values.flatten(1).map(&:last).max * 1.1

@@ -3,12 +3,12 @@
 #
 #   ruby bench/check.rb [--gems 200 | --plain 200 | --debian] [--only loadscan,bootsnap,…]
 #
-# 1. every variant (bootsnap, loadscan, both oracles) against stock Ruby: the same `require`
+# 1. every variant (bootsnap, loadscan, both recorded-map preludes) against stock Ruby: the same `require`
 #    results, the same files loaded from the fixture in the same order, none of stock's
 #    `$LOADED_FEATURES` missing (a variant may add its own files from outside the fixture);
 # 2. engagement: a warm loadscan boot's `Loadscan.stats[:hits]` (requires loadscan answered)
 #    against the distinct features the stock boot required by name from the load path after the
-#    prelude's point (the oracle's recorded map). bench/gate fails below MIN_ENGAGEMENT.
+#    prelude's point (the recorded map). bench/gate fails below MIN_ENGAGEMENT.
 # Exit 1 when a variant differs from stock.
 require "optparse"
 require_relative "support/runner"

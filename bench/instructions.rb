@@ -59,10 +59,10 @@ module Bench
       m = ->(n) { format("%.1f", n / 1e6) }
       vs = ->(n, ref) { counts[ref] ? format("%.3f", n.to_f / counts[ref]) : "-" }
       rows = counts.sort_by { |_, n| n }.map do |v, n|
-        [fixture, v, m.(n), vs.(n, "stock"), vs.(n, "oracle_rubygems")]
+        [fixture, v, m.(n), vs.(n, "stock"), vs.(n, "recorded_rubygems")]
       end
       out = +"Instructions per warm boot (millions; callgrind, user space only)\n"
-      out << Runner.table(%w[fixture variant instructions_M vs_stock vs_oracle_rubygems], rows) << "\n\n"
+      out << Runner.table(%w[fixture variant instructions_M vs_stock vs_recorded_rubygems], rows) << "\n\n"
       out << "Overhead above each floor in instructions, loadscan relative to Bootsnap. Issue target: ≤ 0.10.\n"
       orows = Boot::FLOORS.map do |floor|
         ours = counts["loadscan"] - counts[floor]

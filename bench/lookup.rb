@@ -4,7 +4,7 @@
 #
 #   ruby bench/lookup.rb [--gems 200 | --debian] [--rounds 7]
 #
-# Keys: hit = every String feature the fixture's stock boot required (the oracle map, bench/
+# Keys: hit = every String feature the fixture's stock boot required (the recorded map, bench/
 # preludes/record.rb), none of them loaded in this process; miss = as many names that exist
 # nowhere. Methods: Hash#[] on the recorded map (the floor of any in-Ruby cache),
 # Loadscan::Native.resolve, Loadscan.lookup, and $LOAD_PATH.resolve_feature_path (Ruby's own
@@ -22,7 +22,7 @@ OptionParser.new do |o|
 end.parse!
 
 fx = Bench::Fixtures.ensure(opts[:fixture])
-map = Marshal.load(File.binread(Bench::Fixtures.ensure_oracle(fx)))
+map = Marshal.load(File.binread(Bench::Fixtures.ensure_recorded_map(fx)))
 manifest = Bench::Fixtures.manifest(fx)
 (manifest[:removed_prefixes] || []).each do |pre|
   $LOAD_PATH.reject! { |e| (s = e.to_s) == pre || s.start_with?("#{pre}/") }

@@ -4,13 +4,13 @@
 #   ruby bench/scan.rb [--gems 100,200,400,800] [--[no-]debian] [--runs N] [--reps N] [--quick]
 #
 # Scanners: c_floor (bench/c/walk.c, readdir + d_type, gcc -O2), loadscan walk1/walk2
-# (scan_roots with threads=1/2), loadscan serial (scan_serial: the stat-per-entry oracle),
+# (scan_roots with threads=1/2), loadscan serial (scan_serial: the stat-per-entry serial walker),
 # bootsnap (Bootsnap::LoadPathCache::PathScanner.call per entry, in Ruby). Each is timed
 # in-process around the scan only; every run is a fresh process doing --reps scans, the run's
 # sample is the median of its reps. Runs alternate scanners round by round.
 #
 # A second table replays a recorded boot (the features a stock boot required, in order, from
-# the oracle map) against a fresh index (ext/loadscan-core/examples/lazy.rs): boot_lazy lists
+# the recorded map) against a fresh index (ext/loadscan-core/examples/lazy.rs): boot_lazy lists
 # each entry's own directory and then only what the lookups need; boot_eager1/2 scan
 # everything first (1 or 2 threads). Time = sync + every lookup.
 #
@@ -68,9 +68,9 @@ module Bench
       [Stats.median(lines.map(&:first)), lines.first]
     end
 
-    # The features a stock boot required, in order (keys of the oracle map), one per line.
+    # The features a stock boot required, in order (keys of the recorded map), one per line.
     def features_file(fx)
-      map = Marshal.load(File.binread(Fixtures.ensure_oracle(fx))) # rubocop:disable Security/MarshalLoad
+      map = Marshal.load(File.binread(Fixtures.ensure_recorded_map(fx))) # rubocop:disable Security/MarshalLoad
       path = File.join(OUT_DIR, "features-#{fx[:name]}.txt")
       File.write(path, map.keys.join("\n") + "\n")
       path

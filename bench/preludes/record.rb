@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 # Records, during a stock boot, which file every `require`d feature resolves to
 # ($LOAD_PATH.resolve_feature_path at the moment of the require), and at exit writes the map
-# feature => absolute path to BENCH_ORACLE_OUT (Marshal) for bench/preludes/oracle.rb.
-$bench_oracle_record = {}
+# feature => absolute path to BENCH_RECORDED_OUT (Marshal) for bench/preludes/recorded.rb.
+$bench_recorded_map = {}
 module Kernel
   module_function
 
@@ -12,15 +12,15 @@ module Kernel
   end
 
   def require(feature)
-    if feature.is_a?(String) && !$bench_oracle_record.key?(feature)
+    if feature.is_a?(String) && !$bench_recorded_map.key?(feature)
       r = begin
         $LOAD_PATH.resolve_feature_path(feature)
       rescue StandardError, LoadError
         nil
       end
-      $bench_oracle_record[feature] = r[1] if r && r[1].is_a?(String) && File.file?(r[1])
+      $bench_recorded_map[feature] = r[1] if r && r[1].is_a?(String) && File.file?(r[1])
     end
     bench_record_original_require(feature)
   end
 end
-at_exit { File.binwrite(ENV.fetch("BENCH_ORACLE_OUT"), Marshal.dump($bench_oracle_record)) }
+at_exit { File.binwrite(ENV.fetch("BENCH_RECORDED_OUT"), Marshal.dump($bench_recorded_map)) }

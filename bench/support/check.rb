@@ -27,7 +27,7 @@ module Bench
 
     # Every variant of a warm boot against stock: the same results, the same files loaded from the
     # fixture in the same order, nothing stock loaded missing. A variant may load more files from
-    # outside the fixture (its own: lib/loadscan, Bootsnap, the oracle's prelude and what they
+    # outside the fixture (its own: lib/loadscan, Bootsnap, the recorded-map prelude and what they
     # require). Returns [{variant:, ok:, notes:, extra:}].
     def same_as_stock(fx, only: nil)
       variants = Boot.variants_for(fx, "warm").select { |v| only.nil? || v.name == "stock" || only.include?(v.name) }
@@ -48,12 +48,12 @@ module Bench
 
     # A warm loadscan boot's Loadscan.stats[:hits] (requires loadscan answered) against the
     # distinct features the stock boot required by name and found on the load path after the
-    # prelude's point (the recorded oracle map, bench/preludes/record.rb).
+    # prelude's point (the recorded map, bench/preludes/record.rb).
     def engagement(fx)
       v = Boot.variants_for(fx, "warm").find { |x| x.name == "loadscan" }
       Runner.time_once(v.env, v.argv) # fill the warm cache
       r = report(fx, v, "engaged")
-      required = Marshal.load(File.binread(Fixtures.ensure_oracle(fx))).size # rubocop:disable Security/MarshalLoad
+      required = Marshal.load(File.binread(Fixtures.ensure_recorded_map(fx))).size # rubocop:disable Security/MarshalLoad
       stats = r["stats"] || {}
       hits = stats[:hits].to_i
       { hits: hits, required: required, ratio: hits.fdiv(required), deferred: stats[:deferred], stats: stats }

@@ -5,7 +5,7 @@ require_relative "runner"
 
 module Bench
   # The benchmark's own copies of the fixture trees (tmp/bench/fixtures/…), generated on
-  # first use by fixtures/app.rb and fixtures/debian_tree.rb, plus the oracle maps.
+  # first use by fixtures/app.rb and fixtures/debian_tree.rb, plus the recorded maps.
   module Fixtures
     # One set per Ruby minor (tmp/bench/fixtures/ruby-3.1/gems-200): a fixture's C extensions
     # link that Ruby's libruby and its Gemfile.lock names that Ruby's Bundler, so benchmarks on
@@ -43,7 +43,7 @@ module Bench
         raise "fixture #{name}: generator failed" unless ok
 
         File.write(stamp, ruby_stamp)
-        FileUtils.rm_f(oracle_map(name))
+        FileUtils.rm_f(recorded_map(name))
       end
       bundle = File.exist?(File.join(root, "bundle.marshal"))
       { name: name, root: root, boot: boot, app: File.join(root, "app"), bundler: bundle,
@@ -83,18 +83,18 @@ module Bench
       system(RUBY, File.join(ROOT, "fixtures", "debian_tree.rb"), "--check", out: File::NULL, err: File::NULL)
     end
 
-    def oracle_map(name) = File.join(OUT_DIR, "oracle", RUBY_TAG, "#{name}.marshal")
+    def recorded_map(name) = File.join(OUT_DIR, "recorded", RUBY_TAG, "#{name}.marshal")
 
     # Where a fixture's variants keep their caches.
     def cache_dir(fx) = File.join(OUT_DIR, "cache", RUBY_TAG, fx[:name])
 
     # The feature→absolute path map of a stock boot, recorded once (bench/preludes/record.rb).
-    def ensure_oracle(fx)
-      map = oracle_map(fx[:name])
+    def ensure_recorded_map(fx)
+      map = recorded_map(fx[:name])
       return map if File.exist?(map) && File.mtime(map) >= File.mtime(fx[:boot])
 
       FileUtils.mkdir_p(File.dirname(map))
-      Runner.time_once(gem_env(fx).merge("BOOT_PRELUDE" => prelude("record"), "BENCH_ORACLE_OUT" => map), [RUBY, fx[:boot]])
+      Runner.time_once(gem_env(fx).merge("BOOT_PRELUDE" => prelude("record"), "BENCH_RECORDED_OUT" => map), [RUBY, fx[:boot]])
       map
     end
 

@@ -69,8 +69,8 @@ impl Index {
             o.blind.iter().for_each(&mut blind);
             o.deferred.iter().for_each(&mut deferred);
         }
-        let Some(s) = self.snapshot.as_ref().filter(|s| s.has_spots()) else { return };
-        if let Some((pb, pd)) = s.spots(prefix) {
+        let Some(s) = self.snapshot.as_ref().filter(|s| s.has_gaps()) else { return };
+        if let Some((pb, pd)) = s.gaps(prefix) {
             s.for_each_id(pb, blind);
             s.for_each_id(pd, |id| {
                 if self.is_cached(id) && !overlay.is_some_and(|o| o.lifted.contains(id)) {
@@ -84,7 +84,7 @@ impl Index {
     /// which a blind spot could hide a file, and the first-ranked deferred directory.
     fn first_gaps(&self, stem: &[u8]) -> (u32, Option<(u32, Deferred)>) {
         let (mut blind, mut deferred) = (NOT_ON_PATH, None::<(u32, Deferred)>);
-        if self.gaps.is_empty() && !self.snapshot.as_ref().is_some_and(|s| s.has_spots()) {
+        if self.gaps.is_empty() && !self.snapshot.as_ref().is_some_and(|s| s.has_gaps()) {
             return (blind, deferred);
         }
         let rank = |id: RootId| self.rank.get(id as usize).copied().unwrap_or(NOT_ON_PATH);

@@ -31,7 +31,7 @@ impl Index {
                 }
                 (Life::Cached { slot, listed_since, .. }, Some(s)) => {
                     let slot = *slot as usize;
-                    s.root(slot).and_then(|v| s.skeleton(&v)).map(|mut l| {
+                    s.root(slot).and_then(|v| s.listing_without_files(&v)).map(|mut l| {
                         l.files = snapshot_files.get_mut(slot).map(std::mem::take).unwrap_or_default();
                         if let Some(since) = listed_since {
                             l.deferred.retain(|d| !lifted(d));

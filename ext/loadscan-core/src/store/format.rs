@@ -4,7 +4,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::layout::{dir, header, keyed, root, spot, Counts, Record};
+use super::layout::{dir, gap, header, keyed, root, Counts, Record};
 use crate::hash::stable_hash;
 use crate::scan::{Kind, Listing, RootState};
 
@@ -203,16 +203,16 @@ fn postings(ids: &[u32], overflow: &mut Vec<u32>) -> u32 {
 /// loadscan that may use it.
 pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
     let n_files: usize = roots.iter().map(|r| r.listing.files.len()).sum();
-    let n_spots: usize = roots.iter().map(|r| r.listing.blind.len() + r.listing.deferred.len()).sum();
-    let n_strings = n_files + n_spots + roots.iter().map(|r| r.listing.dirs.len() + 1).sum::<usize>();
+    let n_gaps: usize = roots.iter().map(|r| r.listing.blind.len() + r.listing.deferred.len()).sum();
+    let n_strings = n_files + n_gaps + roots.iter().map(|r| r.listing.dirs.len() + 1).sum::<usize>();
     let mut strings = Strings {
         bytes: Vec::with_capacity(16 * n_strings),
         seen: HashMap::with_capacity_and_hasher(n_strings, Default::default()),
     };
-    let (mut root_recs, mut dir_recs, mut spot_recs) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut root_recs, mut dir_recs, mut gap_recs) = (Vec::new(), Vec::new(), Vec::new());
     let mut feats: Keyed = HashMap::with_capacity_and_hasher(n_files, Default::default());
-    let mut prefixes: Keyed = HashMap::with_capacity_and_hasher(n_spots, Default::default());
-    let (mut n_dirs, mut n_spots) = (0u32, 0u32);
+    let mut prefixes: Keyed = HashMap::with_capacity_and_hasher(n_gaps, Default::default());
+    let (mut n_dirs, mut n_gaps) = (0u32, 0u32);
     for (id, r) in roots.iter().enumerate() {
         let id = id as u32;
         let l = &r.listing;
@@ -221,7 +221,7 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
             .u8(root::STATE, state_code(l.state))
             .u8(root::VOLATILE, r.volatile as u8)
             .pair(root::DIRS, (n_dirs, l.dirs.len() as u32))
-            .pair(root::SPOTS, (n_spots, (l.blind.len() + l.deferred.len()) as u32))
+            .pair(root::GAPS, (n_gaps, (l.blind.len() + l.deferred.len()) as u32))
             .u64(root::SCANNED_AT_NS, r.scanned_at_ns as u64)
             .u64(root::LAST_USED_S, r.last_used_s as u64)
             .0;
@@ -245,15 +245,15 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
             };
             feats.entry(f.stem.as_slice()).or_default()[which].push(id);
         }
-        for (list, kind) in [(&l.blind, spot::BLIND), (&l.deferred, spot::DEFERRED)] {
+        for (list, kind) in [(&l.blind, gap::BLIND), (&l.deferred, gap::DEFERRED)] {
             for b in list {
-                let rec = Record::<{ spot::LEN }>::new().pair(spot::REL, strings.add(b)).u32(spot::KIND, kind).0;
-                spot_recs.extend_from_slice(&rec);
+                let rec = Record::<{ gap::LEN }>::new().pair(gap::REL, strings.add(b)).u32(gap::KIND, kind).0;
+                gap_recs.extend_from_slice(&rec);
                 prefixes.entry(b.as_slice()).or_default()[kind as usize].push(id);
             }
         }
         n_dirs += l.dirs.len() as u32;
-        n_spots += (l.blind.len() + l.deferred.len()) as u32;
+        n_gaps += (l.blind.len() + l.deferred.len()) as u32;
     }
 
     let mut overflow: Vec<u32> = Vec::new();
@@ -266,7 +266,7 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
     let counts = Counts {
         roots: roots.len(),
         dirs: n_dirs as usize,
-        spots: n_spots as usize,
+        gaps: n_gaps as usize,
         feats: n_feats,
         slots: slots.len(),
         ids: overflow.len(),
@@ -275,7 +275,7 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
         strings_len: strings.bytes.len(),
     };
     counts.write(&mut body);
-    for section in [&root_recs, &dir_recs, &spot_recs, &feat_recs] {
+    for section in [&root_recs, &dir_recs, &gap_recs, &feat_recs] {
         body.extend_from_slice(section);
     }
     for s in slots.iter().chain(&overflow) {

@@ -31,8 +31,8 @@ pub(crate) mod root {
     pub const VOLATILE: usize = 9;
     /// Range of its directory records.
     pub const DIRS: usize = 12;
-    /// Range of its spot records.
-    pub const SPOTS: usize = 20;
+    /// Range of its gap records.
+    pub const GAPS: usize = 20;
     /// u64: when its scan started (ns since the epoch).
     pub const SCANNED_AT_NS: usize = 28;
     /// u64: when it was last on a load path that wrote the cache (s since the epoch).
@@ -56,15 +56,15 @@ pub(crate) mod dir {
     pub const LEN: usize = 48;
 }
 
-/// A spot record (a blind spot or a deferred directory of a root).
-pub(crate) mod spot {
+/// A gap record (a blind spot or a deferred directory of a root).
+pub(crate) mod gap {
     /// String: the directory relative to its root.
     pub const REL: usize = 0;
     /// u32: `BLIND` or `DEFERRED`.
     pub const KIND: usize = 8;
     /// The record's length.
     pub const LEN: usize = 12;
-    /// Spot kinds; also which posting of a prefix record names the root.
+    /// Gap kinds; also which posting of a prefix record names the root.
     pub const BLIND: u32 = 0;
     pub const DEFERRED: u32 = 1;
 }
@@ -85,7 +85,7 @@ pub(crate) mod keyed {
 pub(crate) struct Counts {
     pub roots: usize,
     pub dirs: usize,
-    pub spots: usize,
+    pub gaps: usize,
     pub feats: usize,
     pub slots: usize,
     pub ids: usize,
@@ -100,7 +100,7 @@ impl Counts {
 
     fn fields(&self) -> [usize; 9] {
         let c = self;
-        [c.roots, c.dirs, c.spots, c.feats, c.slots, c.ids, c.prefixes, c.prefix_slots, c.strings_len]
+        [c.roots, c.dirs, c.gaps, c.feats, c.slots, c.ids, c.prefixes, c.prefix_slots, c.strings_len]
     }
 
     pub fn write(&self, out: &mut Vec<u8>) {
@@ -114,7 +114,7 @@ impl Counts {
         Some(Counts {
             roots: n(0)?,
             dirs: n(1)?,
-            spots: n(2)?,
+            gaps: n(2)?,
             feats: n(3)?,
             slots: n(4)?,
             ids: n(5)?,

@@ -28,9 +28,9 @@
 //! ```text
 //! header  64 bytes: magic "LOADSCAN", version, body length, CRC32 of the body, env key length
 //! body    env key (loadscan version, RUBY_REVISION, RUBY_PLATFORM, DLEXT) then the sections:
-//!         counts | roots | dirs | spots | features | slots | ids | prefixes | prefix_slots | strings
+//!         counts | roots | dirs | gaps | features | slots | ids | prefixes | prefix_slots | strings
 //! ```
-//! Roots own ranges of dirs and *spots* (blind spots and deferred directories, each tagged);
+//! Roots own ranges of dirs and *gaps* (blind spots and deferred directories, each tagged);
 //! `prefixes` maps a directory prefix to the roots having a blind spot or a deferred directory
 //! there, hashed like the features (a lookup probes each prefix of its stem). A root's files are the features whose postings
 //! name it (rebuilt in one pass when a root must be re-listed or the file rewritten, never on

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use super::buffer::Bytes;
 use super::error::LoadError;
 use super::format::{home_slot, FORMAT_VERSION, MAGIC, MANY, MAX_EXPANDED, MAX_PROBE, NONE};
-use super::layout::{dir, header, keyed, read_pair, read_u32, read_u64, root, spot, Counts};
+use super::layout::{dir, gap, header, keyed, read_pair, read_u32, read_u64, root, Counts};
 use crate::hash::stable_hash;
 use crate::scan::{DirRecord, DirStamp, RootState};
 
@@ -26,7 +26,7 @@ pub struct Snapshot {
     n_prefix_slots: usize,
     roots: usize,
     dirs: usize,
-    spots: usize,
+    gaps: usize,
     feats: usize,
     slots: usize,
     ids: usize,
@@ -54,7 +54,7 @@ pub struct RootView<'a> {
     /// When it was last on a load path that wrote the cache (s since the epoch).
     pub last_used_s: i64,
     dirs: (usize, usize),
-    spots: (usize, usize),
+    gaps: (usize, usize),
 }
 
 impl RootView<'_> {
@@ -85,7 +85,7 @@ pub(crate) fn check_header(head: &[u8], file_len: u64) -> Result<(), LoadError> 
     Ok(())
 }
 
-/// Roots own consecutive, disjoint ranges of the dirs and spots that cover them exactly (as
+/// Roots own consecutive, disjoint ranges of the dirs and gaps that cover them exactly (as
 /// `encode` writes them), and their paths fit the budget: so revalidating every root reads each
 /// directory record once, and the boot copies no more than `MAX_EXPANDED` bytes of root paths,
 /// whatever a file with a valid checksum says. One pass over the root records (a few hundred).
@@ -94,27 +94,27 @@ fn check_roots(
     roots: usize,
     n_roots: usize,
     n_dirs: usize,
-    n_spots: usize,
+    n_gaps: usize,
     strings_len: usize,
 ) -> Result<(), LoadError> {
     let bad = || LoadError::Corrupt("inconsistent root records");
-    let (mut next_dir, mut next_spot, mut paths) = (0usize, 0usize, 0usize);
+    let (mut next_dir, mut next_gap, mut paths) = (0usize, 0usize, 0usize);
     for i in 0..n_roots {
         let r = roots + i * root::LEN;
         let pair = |k: usize| read_pair(b, r + k).ok_or_else(bad);
         let ((path_off, path_len), (dir_start, dir_len)) = (pair(root::PATH)?, pair(root::DIRS)?);
-        let (spot_start, spot_len) = pair(root::SPOTS)?;
-        if dir_start != next_dir || spot_start != next_spot || path_off.saturating_add(path_len) > strings_len {
+        let (gap_start, gap_len) = pair(root::GAPS)?;
+        if dir_start != next_dir || gap_start != next_gap || path_off.saturating_add(path_len) > strings_len {
             return Err(bad());
         }
         next_dir += dir_len;
-        next_spot += spot_len;
+        next_gap += gap_len;
         paths += path_len;
-        if next_dir > n_dirs || next_spot > n_spots || paths > MAX_EXPANDED {
+        if next_dir > n_dirs || next_gap > n_gaps || paths > MAX_EXPANDED {
             return Err(bad());
         }
     }
-    if next_dir != n_dirs || next_spot != n_spots {
+    if next_dir != n_dirs || next_gap != n_gaps {
         return Err(bad());
     }
     Ok(())
@@ -140,7 +140,7 @@ impl Snapshot {
         let Counts {
             roots: n_roots,
             dirs: n_dirs,
-            spots: n_spots,
+            gaps: n_gaps,
             feats: n_feats,
             slots: n_slots,
             ids: n_ids,
@@ -159,7 +159,7 @@ impl Snapshot {
         };
         let roots = section(n_roots, root::LEN)?;
         let dirs = section(n_dirs, dir::LEN)?;
-        let spots = section(n_spots, spot::LEN)?;
+        let gaps = section(n_gaps, gap::LEN)?;
         let feats = section(n_feats, keyed::LEN)?;
         let slots = section(n_slots, 4)?;
         let ids = section(n_ids, 4)?;
@@ -169,7 +169,7 @@ impl Snapshot {
         if at != bytes.len() {
             return Err(corrupt("section sizes do not add up"));
         }
-        check_roots(&bytes, roots, n_roots, n_dirs, n_spots, strings_len)?;
+        check_roots(&bytes, roots, n_roots, n_dirs, n_gaps, strings_len)?;
         Ok(Snapshot {
             bytes,
             n_roots,
@@ -179,7 +179,7 @@ impl Snapshot {
             n_prefix_slots,
             roots,
             dirs,
-            spots,
+            gaps,
             feats,
             slots,
             ids,
@@ -210,13 +210,13 @@ impl Snapshot {
     /// Where directory record `i` starts, if it lies in its section.
     fn dir_rec(&self, i: usize) -> Option<usize> {
         let d = self.dirs.checked_add(i.checked_mul(dir::LEN)?)?;
-        (d + dir::LEN <= self.spots).then_some(d)
+        (d + dir::LEN <= self.gaps).then_some(d)
     }
 
-    /// Where spot record `i` starts, if it lies in its section.
-    fn spot_rec(&self, i: usize) -> Option<usize> {
-        let b = self.spots.checked_add(i.checked_mul(spot::LEN)?)?;
-        (b + spot::LEN <= self.feats).then_some(b)
+    /// Where gap record `i` starts, if it lies in its section.
+    fn gap_rec(&self, i: usize) -> Option<usize> {
+        let b = self.gaps.checked_add(i.checked_mul(gap::LEN)?)?;
+        (b + gap::LEN <= self.feats).then_some(b)
     }
 
     /// How many roots the file holds.
@@ -246,7 +246,7 @@ impl Snapshot {
             state,
             volatile: *self.bytes.get(r + root::VOLATILE)? != 0,
             dirs: read_pair(&self.bytes, r + root::DIRS)?,
-            spots: read_pair(&self.bytes, r + root::SPOTS)?,
+            gaps: read_pair(&self.bytes, r + root::GAPS)?,
             scanned_at_ns: self.u64(r + root::SCANNED_AT_NS)? as i64,
             last_used_s: self.u64(r + root::LAST_USED_S)? as i64,
         })
@@ -316,7 +316,7 @@ impl Snapshot {
 
     /// Posting values of a directory prefix: (roots with a blind spot there, roots where it is
     /// a deferred directory).
-    pub fn spots(&self, prefix: &[u8]) -> Option<(u32, u32)> {
+    pub fn gaps(&self, prefix: &[u8]) -> Option<(u32, u32)> {
         if self.n_prefixes == 0 {
             return None;
         }
@@ -328,7 +328,7 @@ impl Snapshot {
     }
 
     /// Whether any root has a blind spot or a deferred directory.
-    pub fn has_spots(&self) -> bool {
+    pub fn has_gaps(&self) -> bool {
         self.n_prefixes > 0
     }
 

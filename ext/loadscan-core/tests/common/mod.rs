@@ -1,11 +1,12 @@
-//! What the tests share: real file trees in temp dirs (removed on drop), the sync policies, and
-//! answers as strings.
+//! What the tests share: real file trees in temp dirs (removed on drop), the sync policies, cold
+//! and warm boots through a cache, the trust of this test process, and answers as strings.
 #![allow(dead_code)]
 
 use loadscan_core::ScanOptions;
-use loadscan_core::{encode, RootRecord, Validation};
+use loadscan_core::{encode, RootRecord, Snapshot, SyncReport, TrustPolicy, Validation};
 use loadscan_core::{Index, Located, SyncPolicy};
 use std::os::unix::fs::symlink;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -188,4 +189,32 @@ pub fn settled_records(index: &Index) -> Vec<RootRecord> {
 /// The cache `index` would write, out of the racy window ([`settled_records`]).
 pub fn settled_cache(index: &Index) -> Vec<u8> {
     encode(&settled_records(index), ENV)
+}
+
+/// Cold boot: scan everything, encode (backdating scan times past the racy window unless
+/// `racy`), return the bytes.
+pub fn cold(order: &[PathBuf], p: &SyncPolicy, racy: bool) -> (Index, Vec<u8>) {
+    let mut index = Index::new(b"so");
+    index.sync(order, p);
+    let bytes = if racy { encode(&index.records(1_000, 0), ENV) } else { settled_cache(&index) };
+    (index, bytes)
+}
+
+/// Warm boot: an index on the snapshot of `bytes`, synced to `order`, and its report.
+pub fn warm(bytes: &[u8], order: &[PathBuf], p: &SyncPolicy) -> (Index, SyncReport) {
+    let snapshot = Snapshot::parse(bytes.to_vec(), ENV).expect("valid snapshot");
+    let mut index = Index::from_snapshot(b"so", snapshot);
+    let report = index.sync(order, p);
+    (index, report)
+}
+
+/// The effective uid of this test process (the owner of what it creates).
+pub fn euid() -> u32 {
+    let t = TempTree::new("euid");
+    std::fs::metadata(&t.root).unwrap().uid()
+}
+
+/// Trust what this test process creates.
+pub fn me() -> TrustPolicy {
+    TrustPolicy { uid: euid() }
 }

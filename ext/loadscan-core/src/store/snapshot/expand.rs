@@ -1,32 +1,34 @@
 //! Rebuilding listings from a snapshot (for rescans and writes, never on a boot's lookups),
 //! within bounds whatever the file says.
 
-use super::{dir, keyed, spot, RootView, Snapshot, MANY, MAX_EXPANDED, NONE};
+use super::{dir, gap, keyed, RootView, Snapshot, MANY, MAX_EXPANDED, NONE};
 use crate::scan::{DirRecord, FileEntry, Kind, Listing};
 
 impl Snapshot {
     /// The full listing of a root, rebuilt from the file (for rescans): its directories and
-    /// blind spots, and the features whose postings name it (one pass over the table).
+    /// gaps, and the features whose postings name it (one pass over the table).
     pub fn listing(&self, root: &RootView<'_>, id: u32) -> Option<Listing> {
-        let mut l = self.skeleton(root)?;
+        let mut l = self.listing_without_files(root)?;
         l.files = self.files_by_root(Some(id)).pop().unwrap_or_default();
         Some(l)
     }
 
-    /// A root's listing without its files: directories, blind spots and deferred directories.
-    pub fn skeleton(&self, root: &RootView<'_>) -> Option<Listing> {
+    /// A root's listing rebuilt from the file's records without its files (those are in the
+    /// feature table: `files_by_root`): its directories and gaps (blind spots and deferred
+    /// directories).
+    pub fn listing_without_files(&self, root: &RootView<'_>) -> Option<Listing> {
         if !self.expandable() {
             return None;
         }
         let mut l = Listing::empty(root.path_buf(), root.state);
         l.dirs = self.dirs(root).collect::<Option<Vec<_>>>()?;
-        let (start, len) = root.spots;
+        let (start, len) = root.gaps;
         for i in start..start.checked_add(len)? {
-            let b = self.spot_rec(i)?;
-            let rel = self.string_at(b + spot::REL)?.to_vec();
-            match self.u32(b + spot::KIND)? {
-                spot::BLIND => l.blind.push(rel),
-                spot::DEFERRED => l.deferred.push(rel),
+            let b = self.gap_rec(i)?;
+            let rel = self.string_at(b + gap::REL)?.to_vec();
+            match self.u32(b + gap::KIND)? {
+                gap::BLIND => l.blind.push(rel),
+                gap::DEFERRED => l.deferred.push(rel),
                 _ => return None,
             }
         }
@@ -68,9 +70,9 @@ impl Snapshot {
     /// in the string section, every posting list where `encode` puts it (one after the other,
     /// in record order, each of 2 to `n_roots` ids, none shared), and the listings they expand
     /// to within `MAX_EXPANDED` bytes. A file with a valid checksum that fails this is not
-    /// expanded: `skeleton` gives `None` (the root is scanned again, and not written back) and
-    /// `files_by_root` nothing. Checked once, on first use (a write or a rescan, not the
-    /// lookups of a boot, which are bounded on their own).
+    /// expanded: `listing_without_files` gives `None` (the root is scanned again, and not
+    /// written back) and `files_by_root` nothing. Checked once, on first use (a write or a
+    /// rescan, not the lookups of a boot, which are bounded on their own).
     fn expandable(&self) -> bool {
         *self.expandable.get_or_init(|| self.check_expansion().is_some())
     }
@@ -81,8 +83,8 @@ impl Snapshot {
         for i in 0..self.n_dirs() {
             spend(self.string_at(self.dirs + i * dir::LEN + dir::REL)?.len() + std::mem::size_of::<DirRecord>())?;
         }
-        for i in 0..self.n_spots() {
-            spend(self.string_at(self.spots + i * spot::LEN + spot::REL)?.len() + std::mem::size_of::<Vec<u8>>())?;
+        for i in 0..self.n_gaps() {
+            spend(self.string_at(self.gaps + i * gap::LEN + gap::REL)?.len() + std::mem::size_of::<Vec<u8>>())?;
         }
         let mut next = 0usize;
         for (recs, n, files) in [(self.feats, self.n_feats, true), (self.prefixes, self.n_prefixes, false)] {
@@ -114,10 +116,10 @@ impl Snapshot {
     }
 
     fn n_dirs(&self) -> usize {
-        (self.spots - self.dirs) / dir::LEN
+        (self.gaps - self.dirs) / dir::LEN
     }
 
-    fn n_spots(&self) -> usize {
-        (self.feats - self.spots) / spot::LEN
+    fn n_gaps(&self) -> usize {
+        (self.feats - self.gaps) / gap::LEN
     }
 }

@@ -1,0 +1,161 @@
+//! The cache file on disk: owner and mode, the cache directory (planted symlinks, shared and
+//! foreign directories), and atomic writes that replace only loadscan's own files.
+
+mod common;
+
+use common::{cold, euid, me, policy, TempTree, ENV};
+use loadscan_core::{load, write_atomic, CacheDir, DirError, LoadError, TrustPolicy};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+#[test]
+fn files_are_trusted_only_when_owned_by_us_or_root_and_not_shared() {
+    let t = TempTree::new("trust");
+    t.file("e/a.rb");
+    let (_, bytes) = cold(&[t.path("e")], &policy(), false);
+    let dir = t.path("cache");
+    let path = write_atomic(&dir, "loadscan.cache", &bytes, me()).unwrap();
+    let meta = std::fs::metadata(&path).unwrap();
+    let uid = meta.uid();
+    assert!(load(&path, ENV, TrustPolicy { uid }).is_ok());
+    assert_eq!(meta.mode() & 0o022, 0, "never writable by others");
+    // Readable as the umask allows (a cache built as root serves other users): as a file made
+    // with mode 0644 here.
+    let probe = t.path("probe");
+    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(&probe).unwrap();
+    assert_eq!(meta.mode() & 0o777, std::fs::metadata(&probe).unwrap().mode() & 0o777);
+    // Another user trusts a file only when root owns it (root can change anything anyway).
+    let other = load(&path, ENV, TrustPolicy { uid: uid + 1 });
+    if uid == 0 {
+        assert!(other.is_ok());
+    } else {
+        assert!(matches!(other, Err(LoadError::Untrusted(_))));
+    }
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    assert!(matches!(load(&path, ENV, TrustPolicy { uid }), Err(LoadError::Untrusted(_))));
+    assert!(matches!(load(&path, b"other-env", TrustPolicy { uid }), Err(LoadError::Untrusted(_))));
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(matches!(load(&path, b"other-env", TrustPolicy { uid }), Err(LoadError::Stale(_))));
+    assert!(matches!(load(&dir.join("none"), ENV, TrustPolicy { uid }), Err(LoadError::Missing)));
+    assert!(matches!(load(&dir, ENV, TrustPolicy { uid }), Err(LoadError::NotAFile)));
+    std::os::unix::fs::symlink(&path, dir.join("link")).unwrap();
+    assert!(matches!(load(&dir.join("link"), ENV, TrustPolicy { uid }), Err(LoadError::NotAFile)));
+    t.fifo("cache/fifo");
+    assert!(matches!(load(&t.path("cache/fifo"), ENV, TrustPolicy { uid }), Err(LoadError::NotAFile)));
+}
+
+// ---- The cache directory: planted symlinks, shared and foreign directories ----
+
+fn refused(r: Result<Option<CacheDir>, DirError>) -> String {
+    match r {
+        Err(DirError::Refused(why)) => why,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn a_cache_dir_is_used_only_when_no_one_else_can_change_it() {
+    let t = TempTree::new("cachedir");
+    let uid = euid();
+    t.dir("ok/cache").file("victim/index").file("victim/loadscan.cache");
+    chmod(&t.path("ok"), 0o755);
+    chmod(&t.path("ok/cache"), 0o755);
+    std::fs::write(t.path("victim/loadscan.cache"), b"precious").unwrap();
+    assert!(CacheDir::open(&t.path("ok/cache"), uid).unwrap().is_some());
+    assert!(CacheDir::open(&t.path("ok/none"), uid).unwrap().is_none(), "not there yet");
+    assert!(CacheDir::open(&t.path("ok/none/deeper"), uid).unwrap().is_none());
+
+    // The attack: the cache dir's last component is a symlink to the victim's dir.
+    t.link("ok/planted", t.path("victim").to_str().unwrap());
+    assert!(refused(CacheDir::open(&t.path("ok/planted"), uid)).contains("symlink"));
+    let (_, bytes) = cold(&[t.path("victim")], &policy(), false);
+    assert!(write_atomic(&t.path("ok/planted"), "loadscan.cache", &bytes, me()).is_err());
+    assert!(write_atomic(&t.path("ok/planted"), "index", &bytes, me()).is_err());
+    assert_eq!(std::fs::read(t.path("victim/loadscan.cache")).unwrap(), b"precious");
+    assert_eq!(std::fs::read(t.path("victim/index")).unwrap(), b"");
+    // A dangling one is not created through either.
+    t.link("ok/dangling", t.path("nowhere").to_str().unwrap());
+    refused(CacheDir::open(&t.path("ok/dangling"), uid));
+    assert!(CacheDir::create(&t.path("ok/dangling"), uid).is_err());
+    assert!(!t.path("nowhere").exists());
+    // A symlink above the cache dir, made by this user, is followed (as `/var/run -> /run`).
+    t.link("ok/up", t.path("ok").to_str().unwrap());
+    assert!(CacheDir::open(&t.path("ok/up/cache"), uid).unwrap().is_some());
+    t.link("ok/rel", ".");
+    assert!(CacheDir::open(&t.path("ok/rel/rel/cache"), uid).unwrap().is_some());
+
+    // Group- or world-writable without the sticky bit, the dir or one above it: refused.
+    for (dir, mode) in [("ok/cache", 0o775), ("ok/cache", 0o777), ("ok", 0o775)] {
+        chmod(&t.path(dir), mode);
+        let why = refused(CacheDir::open(&t.path("ok/cache"), uid));
+        assert!(why.contains("writable by group or others"), "{dir} {mode:o}: {why}");
+        refused(CacheDir::open(&t.path("ok/cache/sub"), uid));
+        chmod(&t.path(dir), 0o755);
+    }
+    // Sticky, as /tmp: fine.
+    chmod(&t.path("ok/cache"), 0o1777);
+    assert!(CacheDir::open(&t.path("ok/cache"), uid).unwrap().is_some());
+    chmod(&t.path("ok/cache"), 0o755);
+
+    // Not an absolute path, or no name of its own: refused.
+    for p in ["", "relative/dir", "/", "/tmp/.."] {
+        refused(CacheDir::open(Path::new(p), uid));
+    }
+    // Not a directory.
+    t.file("ok/file");
+    refused(CacheDir::open(&t.path("ok/file"), uid));
+    refused(CacheDir::open(&t.path("ok/file/sub"), uid));
+
+    // Owned by another user (not root): the dir, a dir above it, or a symlink on the way.
+    // Only root can give files away; as another user this user's dirs are the foreign ones.
+    if uid == 0 {
+        let other = 65534;
+        std::os::unix::fs::chown(t.path("ok/cache"), Some(other), Some(other)).unwrap();
+        assert!(refused(CacheDir::open(&t.path("ok/cache"), uid)).contains("owned by uid 65534"));
+        std::os::unix::fs::chown(t.path("ok/cache"), Some(0), Some(0)).unwrap();
+        std::os::unix::fs::chown(t.path("ok"), Some(other), Some(other)).unwrap();
+        refused(CacheDir::open(&t.path("ok/cache"), uid));
+        std::os::unix::fs::chown(t.path("ok"), Some(0), Some(0)).unwrap();
+        std::os::unix::fs::lchown(t.path("ok/up"), Some(other), Some(other)).unwrap();
+        assert!(refused(CacheDir::open(&t.path("ok/up/cache"), uid)).contains("symlink owned by uid 65534"));
+    } else {
+        // Root's dirs are trusted, and so are this user's.
+        assert!(CacheDir::open(Path::new("/usr"), uid).unwrap().is_some());
+    }
+}
+
+#[test]
+fn a_cache_dir_is_created_with_safe_modes_and_only_loadscan_files_are_replaced() {
+    let t = TempTree::new("create");
+    let uid = euid();
+    chmod(&t.root, 0o755);
+    let (_, bytes) = cold(&[t.path("e")], &policy(), false);
+    let dir = CacheDir::create(&t.path("a/b/cache"), uid).unwrap();
+    for d in ["a", "a/b", "a/b/cache"] {
+        let mode = std::fs::metadata(t.path(d)).unwrap().mode();
+        assert_eq!(mode & 0o022, 0, "{d}: {mode:o}");
+    }
+    dir.write_atomic("loadscan.cache", &bytes).unwrap();
+    assert!(dir.load("loadscan.cache", ENV).is_ok());
+    dir.write_atomic("loadscan.cache", &bytes).unwrap(); // over its own: fine
+                                                         // A file of the same name that is not a loadscan cache is never written over.
+    std::fs::write(t.path("a/b/cache/loadscan.cache"), b"someone's notes").unwrap();
+    assert!(!dir.replaceable("loadscan.cache").unwrap());
+    let err = dir.write_atomic("loadscan.cache", &bytes).unwrap_err();
+    assert!(err.to_string().contains("not replacing"), "{err}");
+    assert_eq!(std::fs::read(t.path("a/b/cache/loadscan.cache")).unwrap(), b"someone's notes");
+    std::fs::remove_file(t.path("a/b/cache/loadscan.cache")).unwrap();
+    std::os::unix::fs::symlink(t.path("elsewhere"), t.path("a/b/cache/loadscan.cache")).unwrap();
+    assert!(!dir.replaceable("loadscan.cache").unwrap());
+    assert!(matches!(dir.load("loadscan.cache", ENV), Err(LoadError::NotAFile)));
+    assert!(dir.write_atomic("loadscan.cache", &bytes).is_err());
+    assert!(!t.path("elsewhere").exists());
+    // Nothing left behind by the refused writes.
+    let mut names: Vec<_> = std::fs::read_dir(t.path("a/b/cache")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    assert_eq!(names, vec![std::ffi::OsString::from("loadscan.cache")]);
+}
