@@ -223,9 +223,9 @@ fn explain(ruby: &Ruby, feature: RString) -> Result<Option<RHash>, Error> {
         candidates.push((rank, ruby.str_from_slice(&root), kind(k)))?;
     }
     h.aset(ruby.to_symbol("candidates"), candidates)?;
-    for (name, spots) in [("blind", e.blind), ("deferred", e.deferred)] {
+    for (name, gaps) in [("blind", e.blind), ("deferred", e.deferred)] {
         let list = ruby.ary_new();
-        for (rank, root, dir) in spots {
+        for (rank, root, dir) in gaps {
             list.push((rank, ruby.str_from_slice(&root), ruby.str_from_slice(&dir)))?;
         }
         h.aset(ruby.to_symbol(name), list)?;
