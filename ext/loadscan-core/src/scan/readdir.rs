@@ -90,28 +90,28 @@ pub(crate) mod errno {
     }
 }
 
-impl Found {
+impl Entry {
     /// A small tag for the listing digest.
     pub(crate) fn tag(&self) -> u64 {
         match self {
-            Found::Dir => 1,
-            Found::File => 2,
-            Found::Ignore => 3,
-            Found::Dangling(_) => 4,
-            Found::Unknown(_) => 5,
+            Entry::Dir => 1,
+            Entry::File => 2,
+            Entry::Ignore => 3,
+            Entry::Dangling(_) => 4,
+            Entry::Unknown(_) => 5,
         }
     }
 }
 
 /// The digest contribution of one entry; a directory's digest is the wrapping sum over its
 /// entries, so the order `readdir` returns them in does not matter.
-pub(crate) fn entry_digest(name: &[u8], found: &Found) -> u64 {
+pub(crate) fn entry_digest(name: &[u8], found: &Entry) -> u64 {
     crate::hash::stable_hash(name).wrapping_add(found.tag().wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 /// What a directory entry is, after following a symlink.
 #[derive(Debug)]
-pub(crate) enum Found {
+pub(crate) enum Entry {
     /// A directory (or a symlink to one).
     Dir,
     /// Something `require` can open and load: a regular file, or a fifo / character device
@@ -132,15 +132,15 @@ mod imp {
     use rustix::fs::{fstat, openat, statat, AtFlags, FileType, Mode, OFlags, RawDir, CWD};
     use std::mem::MaybeUninit;
 
-    fn from_type(t: FileType) -> Found {
+    fn from_type(t: FileType) -> Entry {
         match t {
-            FileType::Directory => Found::Dir,
-            FileType::RegularFile | FileType::Fifo | FileType::CharacterDevice => Found::File,
-            _ => Found::Ignore,
+            FileType::Directory => Entry::Dir,
+            FileType::RegularFile | FileType::Fifo | FileType::CharacterDevice => Entry::File,
+            _ => Entry::Ignore,
         }
     }
 
-    pub(crate) fn list(path: &Path, ask: Ask, mut visit: impl FnMut(&[u8], Found)) -> io::Result<Listed> {
+    pub(crate) fn list(path: &Path, ask: Ask, mut visit: impl FnMut(&[u8], Entry)) -> io::Result<Listed> {
         let fd = openat(CWD, path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
         let st = fstat(&fd)?;
         let stamp = DirStamp {
@@ -166,9 +166,9 @@ mod imp {
                 FileType::Symlink | FileType::Unknown => match statat(&fd, entry.file_name(), AtFlags::empty()) {
                     Ok(st) => from_type(FileType::from_raw_mode(st.st_mode)),
                     Err(e) if e == rustix::io::Errno::NOENT || e == rustix::io::Errno::LOOP => {
-                        Found::Dangling(e.into())
+                        Entry::Dangling(e.into())
                     }
-                    Err(e) => Found::Unknown(e.into()),
+                    Err(e) => Entry::Unknown(e.into()),
                 },
                 t => from_type(t),
             };
@@ -191,17 +191,17 @@ mod imp {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
-    fn from_type(t: std::fs::FileType) -> Found {
+    fn from_type(t: std::fs::FileType) -> Entry {
         if t.is_dir() {
-            Found::Dir
+            Entry::Dir
         } else if t.is_file() || t.is_fifo() || t.is_char_device() {
-            Found::File
+            Entry::File
         } else {
-            Found::Ignore
+            Entry::Ignore
         }
     }
 
-    pub(crate) fn list(path: &Path, ask: Ask, mut visit: impl FnMut(&[u8], Found)) -> io::Result<Listed> {
+    pub(crate) fn list(path: &Path, ask: Ask, mut visit: impl FnMut(&[u8], Entry)) -> io::Result<Listed> {
         let md = std::fs::metadata(path)?;
         if !md.is_dir() {
             // The system's own ENOTDIR, whatever its number.
@@ -220,8 +220,8 @@ mod imp {
             let found = if t.is_symlink() {
                 match std::fs::metadata(entry.path()) {
                     Ok(md) => from_type(md.file_type()),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => Found::Dangling(e),
-                    Err(e) => Found::Unknown(e),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Entry::Dangling(e),
+                    Err(e) => Entry::Unknown(e),
                 }
             } else {
                 from_type(t)

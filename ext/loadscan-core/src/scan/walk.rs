@@ -30,7 +30,7 @@ use super::case::Ask;
 use super::jobs::run_queue;
 use super::listing::{DirRecord, FileEntry, Listing, ProblemKind, RootState, ScanProblem};
 use super::options::ScanOptions;
-use super::readdir::{entry_digest, errno, list, Found};
+use super::readdir::{entry_digest, errno, list, Entry};
 
 /// One directory to list.
 pub(super) struct Job {
@@ -153,23 +153,23 @@ impl Walk<'_> {
         let result = list(&path, ask, |name, found| {
             digest = digest.wrapping_add(entry_digest(name, &found));
             match found {
-                Found::Dir => {
+                Entry::Dir => {
                     if self.opts.skips(&path, name) {
                         out.blind.push(child_rel(&job.rel, name));
                     } else {
                         subdirs.push(child_rel(&job.rel, name));
                     }
                 }
-                Found::File => {
+                Entry::File => {
                     if let Some((kind, stem_len)) = self.opts.classify(name) {
                         out.files.push(FileEntry { stem: child_rel(&job.rel, &name[..stem_len]), kind });
                     }
                 }
-                Found::Ignore => {}
-                Found::Dangling(e) => {
+                Entry::Ignore => {}
+                Entry::Dangling(e) => {
                     out.problems.push(problem(ProblemKind::Dangling, path.join(OsStr::from_bytes(name)), Some(e)));
                 }
-                Found::Unknown(e) => {
+                Entry::Unknown(e) => {
                     out.blind.push(child_rel(&job.rel, name));
                     out.problems.push(problem(ProblemKind::Unreadable, path.join(OsStr::from_bytes(name)), Some(e)));
                 }
