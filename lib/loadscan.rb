@@ -42,7 +42,7 @@ module Loadscan
                                          stable_dirs: @config.stable_dirs, lazy: @config.lazy,
                                          ignore_names: @config.ignore_names, ignore_paths: @config.ignore_paths,
                                          on_problems: ->(problems) { Warnings.scan_problems(problems) },
-                                         on_defer: ->(feature, reason) { instrument(:require_left_to_ruby) { { feature: feature, reason: reason } } })
+                                         on_defer: method(:left_to_ruby))
       Warnings.once(:cache, warning) if warning
       Native.sync
       instrument(:cache_load) do
@@ -97,6 +97,13 @@ module Loadscan
 
       Warnings.once(:cache_write, result)
       :failed
+    end
+
+    # A require the index left to Ruby's own: only for `Loadscan.instrumentation`. Not published
+    # through ActiveSupport::Notifications, whose first use loads files of its own in the middle
+    # of the app's require (the app's $LOADED_FEATURES would no longer be stock's).
+    private def left_to_ruby(feature, reason)
+      Instrumentation.publish(@instrumentation, :require_left_to_ruby, { feature: feature, reason: reason }, notify: false) if @instrumentation
     end
 
     # Publishes an event, building its payload only when someone listens.

@@ -6,18 +6,21 @@ module Loadscan
   #   :cache_load   at setup    {cache_dir:, roots_from_cache:, roots_scanned:, ms:, warning:}
   #   :cache_write  at save     {cache_dir:, result: :written | :clean | :failed | :skipped}
   #   :require_left_to_ruby     {feature:, reason:} for each `require` the index left to Ruby's
-  #                 own (reason: a `Loadscan.stats[:left_to_ruby]` key, e.g. :blind_spot)
+  #                 own (reason: a `Loadscan.stats[:left_to_ruby]` key, e.g. :blind_spot); to the
+  #                 hook only (see below)
   #
   # `Loadscan.instrumentation = ->(event, payload) { … }` receives them; when
-  # ActiveSupport::Notifications is loaded they are also published as "cache_load.loadscan",
-  # "cache_write.loadscan" and "require_left_to_ruby.loadscan". A hook that raises is reported
-  # once and never breaks a boot. `Loadscan.stats[:left_to_ruby]` counts the requires left to Ruby.
+  # ActiveSupport::Notifications is loaded the cache events are also published as
+  # "cache_load.loadscan" and "cache_write.loadscan" (not :require_left_to_ruby, which happens
+  # inside the app's requires, where AS::Notifications' first use would load files of its own).
+  # A hook that raises is reported once and never breaks a boot. `Loadscan.stats[:left_to_ruby]`
+  # counts the requires left to Ruby.
   module Instrumentation
     class << self
       # Calls `hook` (the callable given to Loadscan.instrumentation=, or nil) and publishes.
-      def publish(hook, event, payload)
+      def publish(hook, event, payload, notify: true)
         hook&.call(event, payload)
-        ActiveSupport::Notifications.instrument("#{event}.loadscan", payload) if defined?(ActiveSupport::Notifications)
+        ActiveSupport::Notifications.instrument("#{event}.loadscan", payload) if notify && defined?(ActiveSupport::Notifications)
       rescue StandardError => e
         Warnings.once(:instrumentation, "an instrumentation hook raised #{e.class} (#{e.message}) on #{event}; ignored")
       end
