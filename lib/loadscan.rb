@@ -164,14 +164,33 @@ module Loadscan
       end
     end
 
-    # Keeps this boot's figures beside the cache (`loadscan stats`, `doctor`), where the cache
-    # could be used: never in a read-only or untrusted cache dir.
+    # Keeps this boot's figures beside the cache (`loadscan stats`, `doctor`; read back by
+    # Loadscan::LastBoot), where the cache could be used: never in a read-only or untrusted cache
+    # dir. One JSON object of numbers, strings, booleans and one Hash of numbers, written through
+    # a temp file of our own (never followed if a link was planted there) and a rename.
     private def record_last_boot(saved)
-      return unless %i[written clean].include?(saved) && (s = Native.stats)
+      return unless %i[written clean].include?(saved) && (stats = Native.stats)
 
-      LastBoot.record(@config.cache_dir, s.merge(engaged: CoreExt.engaged?), cache: saved)
+      data = { at: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), pid: Process.pid, program: $PROGRAM_NAME,
+               ruby: RUBY_VERSION, cache: saved }.merge!(stats, engaged: CoreExt.engaged?)
+      dir = @config.cache_dir
+      tmp = File.join(dir, ".#{CACHE_FILES[1]}.#{Process.pid}")
+      File.open(tmp, File::WRONLY | File::CREAT | File::TRUNC | File::NOFOLLOW, 0o644) { |f| f.write(json(data)) }
+      File.rename(tmp, File.join(dir, CACHE_FILES[1]))
     rescue StandardError => e
-      Warnings.once(:last_boot, "could not record this boot's figures in #{@config.cache_dir} (#{e.message})")
+      (File.unlink(tmp) if tmp && File.file?(tmp)) rescue nil # rubocop:disable Style/RescueModifier
+      Warnings.once(:last_boot, "could not record this boot's figures in #{dir} (#{e.message})")
+    end
+
+    private def json(value)
+      case value
+      when Hash then "{#{value.map { |k, v| "#{json(k.to_s)}:#{json(v)}" }.join(",")}}"
+      when String, Symbol
+        "\"#{value.to_s.encode(Encoding::UTF_8, invalid: :replace, undef: :replace).gsub(/["\\\x00-\x1f]/) { |c| format("\\u%04x", c.ord) }}\""
+      when Float then value.finite? ? value.round(3).to_s : "null"
+      when nil then "null"
+      else value.to_s
+      end
     end
 
     # The LOADSCAN_STATS=1 line: what the index answered, what it left to Ruby and why, where
