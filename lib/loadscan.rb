@@ -42,7 +42,7 @@ module Loadscan
                                          stable_dirs: @config.stable_dirs, lazy: @config.lazy,
                                          ignore_names: @config.ignore_names, ignore_paths: @config.ignore_paths,
                                          on_problems: ->(problems) { Warnings.scan_problems(problems) },
-                                         on_defer: method(:left_to_ruby))
+                                         on_defer: method(:left_to_ruby), on_rescan: method(:rescanned))
       Warnings.once(:cache, warning) if warning
       Native.sync
       instrument(:cache_load) do
@@ -104,6 +104,15 @@ module Loadscan
     # of the app's require (the app's $LOADED_FEATURES would no longer be stock's).
     private def left_to_ruby(feature, reason)
       Instrumentation.publish(@instrumentation, :require_left_to_ruby, { feature: feature, reason: reason }, notify: false) if @instrumentation
+    end
+
+    # Entries a `$LOAD_PATH` change made during the boot had listed (the first scan is
+    # :cache_load's): for `Loadscan.instrumentation` only, as `left_to_ruby`.
+    private def rescanned(roots_scanned, roots_refreshed, ms)
+      return unless @instrumentation
+
+      Instrumentation.publish(@instrumentation, :rescan,
+                              { roots_scanned: roots_scanned, roots_refreshed: roots_refreshed, ms: ms }, notify: false)
     end
 
     # Publishes an event, building its payload only when someone listens.

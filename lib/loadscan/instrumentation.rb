@@ -8,11 +8,14 @@ module Loadscan
   #   :require_left_to_ruby     {feature:, reason:} for each `require` the index left to Ruby's
   #                 own (reason: a `Loadscan.stats[:left_to_ruby]` key, e.g. :blind_spot); to the
   #                 hook only (see below)
+  #   :rescan       {roots_scanned:, roots_refreshed:, ms:} when a `$LOAD_PATH` change after setup
+  #                 made loadscan list entries (reported at the next require); to the hook only
   #
   # `Loadscan.instrumentation = ->(event, payload) { … }` receives them; when
   # ActiveSupport::Notifications is loaded the cache events are also published as
-  # "cache_load.loadscan" and "cache_write.loadscan" (not :require_left_to_ruby, which happens
-  # inside the app's requires, where AS::Notifications' first use would load files of its own).
+  # "cache_load.loadscan" and "cache_write.loadscan" (not :require_left_to_ruby and :rescan, which
+  # happen inside the app's requires, where AS::Notifications' first use would load files of its
+  # own).
   # A hook that raises is reported once and never breaks a boot. `Loadscan.stats[:left_to_ruby]`
   # counts the requires left to Ruby.
   module Instrumentation

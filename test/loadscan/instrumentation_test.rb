@@ -18,7 +18,7 @@ class InstrumentationTest < Minitest::Test
     Dir.mktmpdir("loadscan-cache") do |cache|
       code = <<~RUBY
         events = []
-        Loadscan.instrumentation = ->(event, payload) { events << [event, payload] }
+        Loadscan.instrumentation = ->(event, payload) { events << [event, payload] if event.start_with?("cache_") }
         Loadscan.setup
         require "set"
         Loadscan.save
@@ -65,6 +65,29 @@ class InstrumentationTest < Minitest::Test
       assert_equal [[:require_left_to_ruby, { feature: "node_modules/n", reason: :blind_spot }],
                     [:require_left_to_ruby, { feature: "#{dir}/e/p", reason: :not_feature }],
                     [:require_left_to_ruby, { feature: "./e/rel", reason: :not_feature }]], run.report
+    end
+  end
+
+  # A $LOAD_PATH change after setup that makes loadscan list entries is one :rescan event, at the
+  # next require; the first scan is :cache_load's, and a change to entries already known none.
+  def test_rescans_are_events
+    with_files([["e/a.rb", ""], ["f/b.rb", ""], ["g/c.rb", ""]]) do |dir|
+      run = run_code(<<~RUBY, File.join(dir, "cache"))
+        $LOAD_PATH.unshift(#{"#{dir}/e".inspect})
+        events = []
+        Loadscan.instrumentation = ->(event, payload) { events << [event, payload] if %i[rescan cache_load].include?(event) }
+        Loadscan.setup
+        require "a"
+        $LOAD_PATH.unshift(#{"#{dir}/f".inspect}, #{"#{dir}/g".inspect})
+        require "b"
+        require "c"
+        $LOAD_PATH.push($LOAD_PATH.shift) # reordered, nothing new
+        require "set"
+        report(events.map { |e, p| [e, p[:roots_scanned], p[:roots_refreshed], p[:ms].class] })
+      RUBY
+      assert run.success?, run.stderr
+      assert_equal :cache_load, run.report[0][0]
+      assert_equal [[:rescan, 2, 0, Float]], run.report[1..]
     end
   end
 

@@ -68,6 +68,7 @@ fn start(ruby: &Ruby, load_path: RArray, opts: RHash) -> Result<Option<String>, 
     let start = options::parse(ruby, opts)?;
     ruby.get_inner(&HOOKS).store(0, start.on_problems)?;
     ruby.get_inner(&HOOKS).store(1, start.on_defer)?;
+    ruby.get_inner(&HOOKS).store(2, start.on_rescan)?;
     let raw = magnus::rb_sys::AsRawValue::as_raw(load_path);
     Ok(resolver::start(raw, &start.dlext, start.policy, start.cache))
 }
@@ -83,16 +84,16 @@ fn save(ruby: &Ruby) -> Value {
     }
 }
 
-/// The `on_problems` (index 0) and `on_defer` (index 1) callables given to `start` (nil for
-/// none), kept alive by the GC mark that `Lazy` gives them.
-static HOOKS: Lazy<RArray> =
-    Lazy::new(|ruby| ruby.ary_new_from_values(&[ruby.qnil().as_value(), ruby.qnil().as_value()]));
+/// The `on_problems` (index 0), `on_defer` (1) and `on_rescan` (2) callables given to `start`
+/// (nil for none), kept alive by the GC mark that `Lazy` gives them.
+static HOOKS: Lazy<RArray> = Lazy::new(|ruby| ruby.ary_new_from_values(&[ruby.qnil().as_value(); 3]));
 static CALL: LazyId = LazyId::new("call");
 
 /// Hands problems from scans since the last report to the `on_problems` callable given to
 /// `start` (called with no lock of ours held, during the `require` whose scan found them; what
 /// it raises is ignored: a failure to warn never fails a require).
 pub(crate) fn report_problems(ruby: &Ruby) {
+    report_rescan(ruby);
     let new = resolver::unreported_problems();
     if new.is_empty() {
         return;
@@ -100,6 +101,17 @@ pub(crate) fn report_problems(ruby: &Ruby) {
     let Ok(hook) = ruby.get_inner(&HOOKS).entry::<Value>(0) else { return };
     if !hook.is_nil() {
         let _: Result<Value, Error> = hook.funcall(LazyId::get_inner_with(&CALL, ruby), (problem_array(ruby, new),));
+    }
+}
+
+/// Tells the `on_rescan` callable given to `start` what syncs since the last report scanned:
+/// `(roots_scanned, roots_refreshed, ms)` (a `$LOAD_PATH` change during the boot); what it
+/// raises is ignored.
+fn report_rescan(ruby: &Ruby) {
+    let Some((scanned, refreshed, ms)) = resolver::take_rescan() else { return };
+    let Ok(hook) = ruby.get_inner(&HOOKS).entry::<Value>(2) else { return };
+    if !hook.is_nil() {
+        let _: Result<Value, Error> = hook.funcall(LazyId::get_inner_with(&CALL, ruby), (scanned, refreshed, ms));
     }
 }
 

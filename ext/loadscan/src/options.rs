@@ -22,6 +22,7 @@ static STABLE_DIRS: LazyId = LazyId::new("stable_dirs");
 static LAZY: LazyId = LazyId::new("lazy");
 static ON_PROBLEMS: LazyId = LazyId::new("on_problems");
 static ON_DEFER: LazyId = LazyId::new("on_defer");
+static ON_RESCAN: LazyId = LazyId::new("on_rescan");
 static IGNORE_NAMES: LazyId = LazyId::new("ignore_names");
 static IGNORE_PATHS: LazyId = LazyId::new("ignore_paths");
 
@@ -38,6 +39,7 @@ pub fn intern(ruby: &Ruby) {
         &LAZY,
         &ON_PROBLEMS,
         &ON_DEFER,
+        &ON_RESCAN,
         &IGNORE_NAMES,
         &IGNORE_PATHS,
     ] {
@@ -55,10 +57,12 @@ pub struct Start {
     pub on_problems: Value,
     /// Called with `(feature, reason)` for each `require` left to Ruby's own (nil: nobody).
     pub on_defer: Value,
+    /// Called with `(roots_scanned, roots_refreshed, ms)` after syncs that scanned (nil: nobody).
+    pub on_rescan: Value,
 }
 
 /// Reads `{dlext:, threads:, cache_dir:, env_key:, uid:, validate:, stable_dirs:, lazy:,
-/// on_problems:, on_defer:, ignore_names:, ignore_paths:}`; every key is optional (`uid` is required with a `cache_dir`).
+/// on_problems:, on_defer:, on_rescan:, ignore_names:, ignore_paths:}`; every key is optional (`uid` is required with a `cache_dir`).
 ///
 /// - `dlext` (String): native extensions' extension, empty or absent for the core's default;
 /// - `threads` (Integer): scan threads, 0 or absent for the core's default;
@@ -70,6 +74,7 @@ pub struct Start {
 /// - `lazy` (true/false, default true): false lists every directory up front (LOADSCAN_LAZY=0);
 /// - `on_problems` (callable or nil): see [`Start::on_problems`];
 /// - `on_defer` (callable or nil): see [`Start::on_defer`];
+/// - `on_rescan` (callable or nil): see [`Start::on_rescan`];
 /// - `ignore_names` (Array of String): directory names never listed (default `node_modules`);
 /// - `ignore_paths` (Array of String): absolute directories never listed.
 pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
@@ -80,6 +85,7 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
     let (mut dir, mut env, mut uid): (Option<PathBuf>, Vec<u8>, Option<u32>) = (None, Vec::new(), None);
     let mut on_problems = ruby.qnil().as_value();
     let mut on_defer = ruby.qnil().as_value();
+    let mut on_rescan = ruby.qnil().as_value();
     let mut unknown = Vec::new();
     opts.foreach(|key: Value, value: Value| {
         let Some(k) = Symbol::from_value(key) else {
@@ -123,6 +129,8 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
             on_problems = value;
         } else if k == ON_DEFER {
             on_defer = value;
+        } else if k == ON_RESCAN {
+            on_rescan = value;
         } else {
             unknown.push(key.inspect());
         }
@@ -141,7 +149,7 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
         }
     };
     let dlext = scan.dlext.clone();
-    Ok(Start { dlext, policy: SyncPolicy { scan, validation, stable }, cache, on_problems, on_defer })
+    Ok(Start { dlext, policy: SyncPolicy { scan, validation, stable }, cache, on_problems, on_defer, on_rescan })
 }
 
 /// An Array of Strings as bytes (directory names need not be UTF-8).

@@ -1,7 +1,7 @@
 //! Counters for `Loadscan.stats`: requires answered, sure misses, requires left to Ruby by
 //! reason, probes (atomics, bumped on every require without a trip through the lock).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use loadscan_core::{LazyStats, Reason, Resolved};
 
@@ -16,6 +16,30 @@ const ZERO: AtomicUsize = AtomicUsize::new(0);
 static DEFERRED: [AtomicUsize; Reason::ALL.len()] = [ZERO; Reason::ALL.len()];
 /// Probes that reached the decorator (see `PROBE`).
 static PROBES: AtomicUsize = AtomicUsize::new(0);
+/// Set when a sync scanned roots not reported yet (checked on every require, so an atomic).
+static RESCANNED: AtomicBool = AtomicBool::new(false);
+
+/// A sync scanned or refreshed roots (`State::rescanned` holds the figures).
+pub(super) fn note_rescan() {
+    RESCANNED.store(true, Ordering::Relaxed);
+}
+
+/// Roots scanned and refreshed, and milliseconds, by syncs since the last call; `None` when
+/// there were none (or the lock is busy: reported next time). Only in the main Ractor.
+pub fn take_rescan() -> Option<(usize, usize, f64)> {
+    if !super::state::in_main_ractor() || !RESCANNED.swap(false, Ordering::Relaxed) {
+        return None;
+    }
+    let mut guard = match STATE.try_lock() {
+        Ok(g) => g,
+        Err(_) => {
+            RESCANNED.store(true, Ordering::Relaxed);
+            return None;
+        }
+    };
+    let (scanned, refreshed, took) = guard.as_mut()?.rescanned.take()?;
+    Some((scanned, refreshed, took.as_secs_f64() * 1000.0))
+}
 
 /// Zeroes the require counters (a new `start`; probes count for the whole process).
 pub(super) fn reset() {

@@ -16,7 +16,7 @@ use magnus::Error;
 use rb_sys::VALUE;
 
 pub use cache::{save, Cache, Saved};
-pub use counters::{count_deferred, probes, stats};
+pub use counters::{count_deferred, probes, stats, take_rescan};
 pub use problems::{problems, unreported_problems};
 pub use state::{in_main_ractor, start, stop};
 use state::{try_synced, with_synced};
@@ -103,9 +103,13 @@ pub fn try_feature_path(feature: &[u8]) -> Result<FeaturePath, Error> {
     })
 }
 
-/// Syncs now (scanning new entries); returns how many roots are known.
+/// Syncs now (scanning new entries); returns how many roots are known. What it scanned is the
+/// caller's to report (setup reports it as `:cache_load`), not a rescan.
 pub fn sync() -> Option<usize> {
-    with_synced(|s| s.index.root_count())
+    with_synced(|s| {
+        s.rescanned = None;
+        s.index.root_count()
+    })
 }
 
 /// What the index holds about `feature` (`loadscan explain`); `None` when it is not a feature

@@ -50,6 +50,9 @@ pub(super) struct State {
     pub(super) refreshed_roots: usize,
     pub(super) fresh_roots: usize,
     pub(super) scans: usize,
+    /// Roots scanned and refreshed, and the time it took, by syncs since the last report
+    /// (`counters::take_rescan`): scans a `$LOAD_PATH` change made during the boot.
+    pub(super) rescanned: Option<(usize, usize, Duration)>,
 }
 
 pub(super) static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -78,6 +81,7 @@ pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<C
         refreshed_roots: 0,
         fresh_roots: 0,
         scans: 0,
+        rescanned: None,
     };
     counters::reset();
     *STATE.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
@@ -112,6 +116,10 @@ impl State {
             self.scans += 1;
             self.scanned_roots += report.scanned;
             self.refreshed_roots += report.refreshed;
+            let (scanned, refreshed, took) = self.rescanned.unwrap_or_default();
+            let took = took + started.elapsed();
+            self.rescanned = Some((scanned + report.scanned, refreshed + report.refreshed, took));
+            counters::note_rescan();
         }
         self.fresh_roots += report.fresh;
         self.absorb(report.problems);
