@@ -10,12 +10,6 @@
 require "fileutils"
 require "open3"
 
-module Loadscan
-  module TestSupport
-    ROOT = File.expand_path("..", __dir__)
-    LIB = File.join(ROOT, "lib")
-  end
-end
 require_relative "../test/support/bundler_app"
 
 App = Loadscan::TestSupport::BundlerApp

@@ -5,13 +5,7 @@ require "tmpdir"
 require "fileutils"
 require "rbconfig"
 
-module Loadscan
-  module TestSupport
-    ROOT = File.expand_path("..", __dir__)
-    LIB = File.join(ROOT, "lib")
-  end
-end
-
+require_relative "support/paths"
 require_relative "support/file_tree"
 require_relative "support/ruby_process"
 require_relative "support/assertions"

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "open3"
+require_relative "paths"
 require "json"
 
 module Loadscan

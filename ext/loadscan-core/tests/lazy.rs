@@ -190,9 +190,9 @@ fn lazy_listings_go_through_the_given_lister_and_a_failing_one_blinds_only_its_d
     let mut index = Index::new(b"so");
     index.sync(&order, &lazy_policy());
     let mut asked: Vec<String> = Vec::new();
-    let mut lister = |root: &Path, rel: &[u8], opts: &ScanOptions| {
+    let mut lister = |root: &Path, rel: &[u8], dev: Option<u64>, opts: &ScanOptions| {
         asked.push(format!("{}:{}", root.file_name().unwrap().to_string_lossy(), String::from_utf8_lossy(rel)));
-        loadscan_core::list_deferred(root, rel, opts)
+        loadscan_core::list_deferred(root, rel, dev, opts)
     };
     let q = index.parse(b"a/b/x").unwrap();
     let found = index.locate_with(&q, &mut lister);
@@ -202,7 +202,9 @@ fn lazy_listings_go_through_the_given_lister_and_a_failing_one_blinds_only_its_d
     let hook: std::sync::Arc<dyn Fn(&Path) + Send + Sync> =
         std::sync::Arc::new(|p: &Path| assert!(!p.ends_with("boom"), "injected fault"));
     let faulty = ScanOptions { before_list: loadscan_core::ListHook(Some(hook)), ..lazy_policy().scan };
-    let mut panicking = |root: &Path, rel: &[u8], _: &ScanOptions| loadscan_core::list_deferred(root, rel, &faulty);
+    let mut panicking = |root: &Path, rel: &[u8], dev: Option<u64>, _: &ScanOptions| {
+        loadscan_core::list_deferred(root, rel, dev, &faulty)
+    };
     let q = index.parse(b"boom/y").unwrap();
     assert_eq!(index.locate_with(&q, &mut panicking), Located::Unknown);
     let q = index.parse(b"top").unwrap();

@@ -13,7 +13,7 @@ use rb_sys::VALUE;
 use loadscan_core::Kind;
 
 use crate::resolver::{self, Reason, Resolved};
-use crate::{path_string, report_deferral, report_problems, string_bytes};
+use crate::{path_string, report_deferral, report_pending, string_bytes};
 
 /// Ruby's own `require`, called as a function (no method dispatch, no frame). Whatever it raises
 /// or throws comes back as an `Err` and is raised again once the Rust frames are gone.
@@ -63,7 +63,7 @@ pub fn require(ruby: &Ruby, rb_self: Value, feature: Value) -> Result<Value, Err
         return c_require(rb_self, feature);
     };
     let answer = resolver::try_resolve(&bytes)?;
-    report_problems(ruby);
+    report_pending(ruby);
     match answer {
         Resolved::Path(p) => {
             let path = path_string(ruby, &p, feature);
@@ -99,7 +99,7 @@ pub fn resolve_feature_path(ruby: &Ruby, rb_self: Value, feature: Value) -> Resu
     };
     if let Some(bytes) = string_bytes(feature) {
         let answer = resolver::try_feature_path(&bytes)?;
-        report_problems(ruby);
+        report_pending(ruby);
         match answer {
             Ok(Some((kind, p))) => {
                 let kind = ruby.to_symbol(if kind == Kind::Rb { "rb" } else { "so" });

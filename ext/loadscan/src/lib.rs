@@ -89,10 +89,11 @@ fn save(ruby: &Ruby) -> Value {
 static HOOKS: Lazy<RArray> = Lazy::new(|ruby| ruby.ary_new_from_values(&[ruby.qnil().as_value(); 3]));
 static CALL: LazyId = LazyId::new("call");
 
-/// Hands problems from scans since the last report to the `on_problems` callable given to
-/// `start` (called with no lock of ours held, during the `require` whose scan found them; what
-/// it raises is ignored: a failure to warn never fails a require).
-pub(crate) fn report_problems(ruby: &Ruby) {
+/// Hands what syncs and scans since the last report did to the callables given to `start`:
+/// rescans to `on_rescan`, problems to `on_problems` (called with no lock of ours held, during
+/// the `require` whose scan found them; what they raise is ignored: a failure to warn never
+/// fails a require). Two atomic loads when there is nothing to report.
+pub(crate) fn report_pending(ruby: &Ruby) {
     report_rescan(ruby);
     let new = resolver::unreported_problems();
     if new.is_empty() {
@@ -117,7 +118,7 @@ fn report_rescan(ruby: &Ruby) {
 
 /// Tells the `on_defer` callable given to `start` that `feature` goes to Ruby's own `require`,
 /// and why (a `Loadscan.stats[:left_to_ruby]` key). Only in the Ractor that started loadscan
-/// (the callable is one of its objects); what it raises is ignored, as for `report_problems`.
+/// (the callable is one of its objects); what it raises is ignored, as for `report_pending`.
 pub(crate) fn report_deferral(ruby: &Ruby, feature: Value, reason: resolver::Reason) {
     if !resolver::in_main_ractor() {
         return;
@@ -148,7 +149,7 @@ fn resolve(ruby: &Ruby, feature: Value) -> Result<Value, Error> {
             ruby.qnil().as_value()
         }
     };
-    report_problems(ruby);
+    report_pending(ruby);
     Ok(answer)
 }
 
@@ -157,7 +158,7 @@ fn lookup(ruby: &Ruby, feature: Value) -> Result<Value, Error> {
         Some(bytes) => resolver::try_lookup(&bytes)?,
         None => Answer::Unknown,
     };
-    report_problems(ruby);
+    report_pending(ruby);
     Ok(match answer {
         Answer::Path(p) => path_string(ruby, &p, feature).as_value(),
         Answer::Missing => ruby.to_symbol("missing").as_value(),
@@ -167,7 +168,7 @@ fn lookup(ruby: &Ruby, feature: Value) -> Result<Value, Error> {
 
 fn sync(ruby: &Ruby) -> Option<usize> {
     let roots = resolver::sync();
-    report_problems(ruby);
+    report_pending(ruby);
     roots
 }
 

@@ -7,9 +7,9 @@ use super::lookup::Step;
 use super::{path_of_bytes, Gaps, IdList, Index, Life, Located, Query, RootId};
 use crate::scan::{list_deferred, Listing, RootState, ScanOptions, ScanProblem};
 
-/// Lists one deferred directory (`rel` below a root) with the given options, as
-/// [`list_deferred`] does.
-pub type Lister<'a> = dyn FnMut(&Path, &[u8], &ScanOptions) -> (Listing, Vec<ScanProblem>) + 'a;
+/// Lists one deferred directory (`rel` below a root whose recorded device is given) with the
+/// given options, as [`list_deferred`] does.
+pub type Lister<'a> = dyn FnMut(&Path, &[u8], Option<u64>, &ScanOptions) -> (Listing, Vec<ScanProblem>) + 'a;
 
 /// What lazy listing did.
 #[derive(Clone, Copy, Debug, Default)]
@@ -57,7 +57,8 @@ impl Index {
     /// Lists the deferred directory `rel` of root `id` with `lister` and adds what it holds.
     fn list_now(&mut self, id: RootId, rel: &[u8], lister: &mut Lister) {
         let started = std::time::Instant::now();
-        let (mut part, mut problems) = lister(path_of_bytes(&self.roots[id as usize].path), rel, &self.scan);
+        let root_dev = self.root_dev(id);
+        let (mut part, mut problems) = lister(path_of_bytes(&self.roots[id as usize].path), rel, root_dev, &self.scan);
         self.problems.append(&mut problems);
         self.dirty = true;
         self.add_to_tables(id, &part);
@@ -85,6 +86,20 @@ impl Index {
         target.deferred.append(&mut part.deferred);
         self.lazy.listed += 1;
         self.lazy.time += started.elapsed();
+    }
+
+    /// The root's device as recorded when its own directory was listed (no syscall): in its
+    /// listing, or its first record in the snapshot (records are sorted, `""` first).
+    fn root_dev(&self, id: RootId) -> Option<u64> {
+        let first = match &self.roots[id as usize].life {
+            Life::Scanned(listing) => listing.dirs.first().cloned(),
+            Life::Cached { slot, .. } => {
+                let snapshot = self.snapshot.as_ref()?;
+                snapshot.find_dir(&snapshot.root(*slot as usize)?, b"")
+            }
+            Life::Retired => None,
+        };
+        first.filter(|d| d.rel.is_empty()).map(|d| d.stamp.dev)
     }
 
     /// What lazy listing did so far.

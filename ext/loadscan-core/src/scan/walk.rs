@@ -22,7 +22,6 @@ use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -201,22 +200,20 @@ impl Walk<'_> {
         if job.rel.is_empty() {
             out.state = Some(RootState::Dir);
         }
-        if listed.folds {
-            out.files.clear();
-            out.blind.clear();
-            out.problems.clear();
-            out.blind.push(job.rel.clone());
-            out.problems.push(problem(ProblemKind::CaseFolding, path, None));
-            return (out, Vec::new());
-        }
         let stamp = listed.stamp;
         let id = (stamp.dev, stamp.ino);
-        if job.ancestors.contains(&id) {
+        // Names that fold case, or a cut loop: nothing listed here counts, Ruby answers below.
+        let unusable = match () {
+            _ if listed.folds => Some(ProblemKind::CaseFolding),
+            _ if job.ancestors.contains(&id) => Some(ProblemKind::Loop),
+            _ => None,
+        };
+        if let Some(kind) = unusable {
             out.files.clear();
             out.blind.clear();
             out.problems.clear();
             out.blind.push(job.rel.clone());
-            out.problems.push(problem(ProblemKind::Loop, path, None));
+            out.problems.push(problem(kind, path, None));
             return (out, Vec::new());
         }
         out.dir = Some(DirRecord { rel: job.rel.clone(), stamp, digest });
@@ -269,10 +266,16 @@ pub(super) fn failed(root: &Path, rel: &[u8]) -> (Listing, Vec<ScanProblem>) {
 /// No loop check is made: a lazy listing only goes as deep as a feature being looked up
 /// names, and through a symlink loop `require` opens the same path the listing names (the
 /// depth cap still applies).
-pub fn list_deferred(root: &Path, rel: &[u8], opts: &ScanOptions) -> (Listing, Vec<ScanProblem>) {
+///
+/// `root_dev` is the root's device as recorded when it was listed (a directory on another one is
+/// a mount point, asked whether it folds case: `super::case`); `None` asks every time.
+pub fn list_deferred(
+    root: &Path,
+    rel: &[u8],
+    root_dev: Option<u64>,
+    opts: &ScanOptions,
+) -> (Listing, Vec<ScanProblem>) {
     let roots = vec![root.to_path_buf()];
-    // One `stat` of the root per lazy listing: the device a mount point below it differs from.
-    let root_dev = std::fs::metadata(root).ok().map(|md| md.dev());
     let walk = Walk { roots: &roots, opts, dirs_seen: vec![AtomicUsize::new(0)], mode: Mode::Deferred { root_dev } };
     let depth = 1 + rel.iter().filter(|&&c| c == b'/').count();
     let job = Job { root: 0, rel: rel.to_vec(), depth, ancestors: Vec::new() };

@@ -27,7 +27,11 @@ pub(super) fn note_rescan() {
 /// Roots scanned and refreshed, and milliseconds, by syncs since the last call; `None` when
 /// there were none (or the lock is busy: reported next time). Only in the main Ractor.
 pub fn take_rescan() -> Option<(usize, usize, f64)> {
-    if !super::state::in_main_ractor() || !RESCANNED.swap(false, Ordering::Relaxed) {
+    // The flag first: this runs on every require, and the Ractor check is a table lookup.
+    if !RESCANNED.load(Ordering::Relaxed)
+        || !super::state::in_main_ractor()
+        || !RESCANNED.swap(false, Ordering::Relaxed)
+    {
         return None;
     }
     let mut guard = match STATE.try_lock() {

@@ -34,7 +34,8 @@ pub fn problems() -> Vec<(ProblemKind, String)> {
 /// Problems not handed out for a warning yet (the caller warns after the lock is released);
 /// only in the Ractor that started loadscan (the `on_problems` callable is one of its objects).
 pub fn unreported_problems() -> Vec<(ProblemKind, String)> {
-    if !in_main_ractor() || !UNREPORTED.swap(false, Ordering::Relaxed) {
+    // The flag first: this runs on every require, and the Ractor check is a table lookup.
+    if !UNREPORTED.load(Ordering::Relaxed) || !in_main_ractor() || !UNREPORTED.swap(false, Ordering::Relaxed) {
         return Vec::new();
     }
     match STATE.try_lock() {

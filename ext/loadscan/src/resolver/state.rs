@@ -182,7 +182,7 @@ fn raise_now(e: Error) -> ! {
 /// Where a parsed feature is, listing the deferred directories it depends on with the GVL
 /// released (the state lock stays held: other threads find it busy and go to Ruby).
 fn locate(index: &mut Index, q: &Query) -> Located {
-    index.locate_with(q, &mut |root, rel, opts| without_gvl(|| list_deferred(root, rel, opts)))
+    index.locate_with(q, &mut |root, rel, dev, opts| without_gvl(|| list_deferred(root, rel, dev, opts)))
 }
 
 /// The key of a Ractor-local value set in the Ractor that started loadscan (the main one).

@@ -1,0 +1,9 @@
+# frozen_string_literal: true
+
+module Loadscan
+  module TestSupport
+    # The checkout, and its lib/ (loadscan is always loaded from here by absolute path).
+    ROOT = File.expand_path("../..", __dir__)
+    LIB = File.join(ROOT, "lib")
+  end
+end
