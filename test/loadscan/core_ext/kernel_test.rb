@@ -96,6 +96,53 @@ class KernelRequireTest < Minitest::Test
     end
   end
 
+  # A re-require is answered `false` when the file the index finds is in $LOADED_FEATURES under
+  # its own absolute path; every other case goes to Ruby. Each edit below is followed by
+  # requires of the edited features and of ones left loaded, in several spellings.
+  def test_every_edit_of_loaded_features_is_seen_by_the_next_re_require
+    files = %w[a b c d f g h x new].map { |n| ["e/#{n}.rb", log_file(n)] } + [["e/sub/s.rb", log_file("s")]]
+    with_files(files) do |dir|
+      e = "#{dir}/e"
+      assert_same_as_stock(script([e], <<~RUBY))
+        def again = %w[a a.rb b c d f g h x sub/s sub//s.rb].each { |f| try(f) }
+        def attempt
+          RESULTS << [:ok, yield.class.name]
+        rescue StandardError => e # the messages of frozen Arrays list them: only the class
+          RESULTS << [:raised, e.class.name]
+        end
+        again
+        $LOADED_FEATURES.delete(#{"#{e}/a.rb".inspect}); again
+        $".delete_if { |p| p.end_with?("/b.rb") }; again
+        $LOADED_FEATURES.reject! { |p| p.end_with?("/c.rb") }; again
+        $LOADED_FEATURES.delete(#{"#{e}/d.rb".inspect}); $LOADED_FEATURES << #{"#{e}/d".inspect}; again
+        $LOADED_FEATURES.delete(#{"#{e}/f.rb".inspect}); $LOADED_FEATURES << "f.rb"; again
+        $LOADED_FEATURES.delete(#{"#{e}/g.rb".inspect}); $LOADED_FEATURES << #{"#{e}/../e/g.rb".inspect}; again
+        $LOADED_FEATURES.delete(#{"#{e}/h.rb".inspect}); $LOADED_FEATURES << #{"#{e}/h.so".inspect}; again
+        $LOADED_FEATURES.delete(#{"#{e}/x.rb".inspect}); $LOADED_FEATURES << #{"#{e}/x.txt".inspect}; again
+        $LOADED_FEATURES.replace($LOADED_FEATURES.reject { |p| p.end_with?("/s.rb") }); again
+        saved = $LOADED_FEATURES.dup
+        $LOADED_FEATURES.clear; again
+        $LOADED_FEATURES.replace(saved); again
+        attempt { $LOADED_FEATURES = [] }; attempt { $" = saved.dup }; again
+        $LOADED_FEATURES.freeze; again
+        attempt { require "new" }; attempt { $LOADED_FEATURES.delete(#{"#{e}/a.rb".inspect}) }
+      RUBY
+    end
+  end
+
+  def test_a_feature_being_loaded_by_another_thread_is_waited_for
+    with_files([["e/slow.rb", '$log << "start"; $started = true; sleep 0.3; $log << "end"'], ["e/w.rb", log_file("w")]]) do |dir|
+      stock, = assert_same_as_stock(script(["#{dir}/e"], <<~RUBY))
+        require "w"
+        t = Thread.new { require "slow" }
+        Thread.pass until $started
+        $log << "main: \#{require("slow")} \#{require("w")}"
+        $log << "thread: \#{t.value}"
+      RUBY
+      assert_equal ["w", "start", "end", "main: false false", "thread: true"], stock.report["log"]
+    end
+  end
+
   def test_every_load_path_mutation_is_seen_before_the_next_require
     files = (1..6).flat_map { |i| [["e#{i}/m.rb", log_file("e#{i}/m")], ["e#{i}/only#{i}.rb", ""]] }
     with_files(files) do |dir|

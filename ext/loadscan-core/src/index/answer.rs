@@ -94,13 +94,15 @@ pub type Lookup = (Want, Option<(Vec<u8>, Kind)>);
 /// `Some(false)` when not provided, `None` when it is being loaded. What either raised comes
 /// back as the `Err`.
 ///
+/// - the file the index found is itself loaded (asked by its absolute path: Ruby's features
+///   index answers that from one hash entry, without the load path): Ruby returns `false`,
+///   however the feature is spelled;
 /// - not provided: require the indexed path, or raise `LoadError` for a sure miss;
 /// - provided as `foo.rb` / `foo.so` spelled with the extension: Ruby returns `false`;
 /// - provided, bare `foo`: Ruby returns `false` unless its search would reach a file not yet
-///   loaded. It searches `.rb` first (then the extension), so when the `.rb` the index finds
-///   is loaded, or there is none and the extension it finds is loaded (or there is neither),
-///   the answer is `false` — this spares the failed probe of every entry that stock Ruby makes
-///   when a native extension is required again. Anything else goes to Ruby.
+///   loaded. It searches `.rb` first (then the extension), so when there is no such file
+///   (or neither), the answer is `false` — this spares the failed probe of every entry that
+///   stock Ruby makes when a native extension is required again. Anything else goes to Ruby.
 ///
 /// A bare feature being loaded right now (by this or another thread) is required by its indexed
 /// path, where Ruby waits or warns about the circular require exactly as after its own search;
@@ -117,6 +119,20 @@ pub fn resolve<E>(
         Ok(lookup) => lookup,
         Err(reason) => return Ok(Resolved::Defer(reason)),
     };
+    // The file found, loaded (and not being loaded): stock returns `false` for every spelling.
+    // Stock `search_required` returns `false` when the feature is provided under the spelling
+    // written (`rb_feature_p` through the expanded load path) and not being loaded, or else when
+    // the file its search reaches is in `$LOADED_FEATURES`. That file is `root/stem.ext`, `root`
+    // an expanded entry: when it is loaded, the first check finds it (or stops at a "distractor"
+    // such as `root/foo.txt` loaded before it, or misses a non-canonical spelling such as
+    // `d//c`; then the second finds it), and both look in Ruby's features index before its
+    // loading table. Ruby rebuilds that index when `$LOADED_FEATURES` was edited, replaced or
+    // cleared (its snapshot no longer matches), so this is never stale.
+    if let Some((p, _)) = &file {
+        if provided(p)? == Some(true) {
+            return Ok(Resolved::Loaded);
+        }
+    }
     Ok(match (provided(feature)?, want, file) {
         (Some(false), _, Some((p, _))) => Resolved::Path(p),
         (Some(false), _, None) => Resolved::Missing,
@@ -127,7 +143,8 @@ pub fn resolve<E>(
         (None, Want::Bare, Some((p, _))) => Resolved::Path(p),
         (Some(true), Want::Rb | Want::Ext, _) => Resolved::Loaded,
         (Some(true), Want::Bare, None) => Resolved::Loaded,
-        (Some(true), Want::Bare, Some((p, _))) if provided(&p)? == Some(true) => Resolved::Loaded,
+        // Provided under another spelling, but the file the search reaches is not loaded (it
+        // was checked above): Ruby decides.
         _ => Resolved::Defer(Reason::Loaded),
     })
 }
@@ -174,6 +191,11 @@ mod tests {
             // Provided, spelled with its extension: false.
             ("foo.rb", at(Want::Rb, Kind::Rb), Ruby { feature: YES, file: NOT }, Resolved::Loaded),
             ("foo.so", sure_miss(Want::Ext), Ruby { feature: YES, file: NOT }, Resolved::Loaded),
+            // The file found is loaded: false, whatever the spelling and the name as written say.
+            ("foo", at(Want::Bare, Kind::Rb), Ruby { feature: NOT, file: YES }, Resolved::Loaded),
+            ("foo", at(Want::Bare, Kind::Rb), Ruby { feature: LOADING, file: YES }, Resolved::Loaded),
+            ("foo.rb", at(Want::Rb, Kind::Rb), Ruby { feature: NOT, file: YES }, Resolved::Loaded),
+            ("foo.so", at(Want::Ext, Kind::Ext), Ruby { feature: LOADING, file: YES }, Resolved::Loaded),
             // Provided, bare: false when the file the search reaches is loaded, or there is none.
             ("foo", at(Want::Bare, Kind::Rb), Ruby { feature: YES, file: YES }, Resolved::Loaded),
             ("foo", at(Want::Bare, Kind::Ext), Ruby { feature: YES, file: YES }, Resolved::Loaded),
@@ -192,6 +214,18 @@ mod tests {
             let label = format!("{feature} {found:?} {ruby:?}");
             assert_eq!(run(feature, found, ruby), expected, "{label}");
         }
+    }
+
+    #[test]
+    fn a_loaded_file_is_answered_without_asking_for_the_name_as_written() {
+        let mut asked = Vec::new();
+        let provided = |f: &[u8]| -> Result<Option<bool>, ()> {
+            asked.push(f.to_vec());
+            Ok(YES)
+        };
+        let answer = resolve(b"foo", || Ok(at(Want::Bare, Kind::Rb)), provided);
+        assert_eq!(answer, Ok(Resolved::Loaded));
+        assert_eq!(asked, vec![FILE.to_vec()], "one question, by the file's absolute path");
     }
 
     #[test]
