@@ -73,6 +73,19 @@ impl Reason {
     }
 }
 
+/// Which question [`resolve`] asks Ruby first about a found file; never what it answers. Both
+/// orders give stock's answer: asking for the file's absolute path first makes a re-require
+/// cost one entry of Ruby's features index, and adds that question to a first require, where
+/// the name as written must be asked anyway. The binding keeps the paths it recently answered
+/// (a fixed table of hashes, overwritten freely): a path missing from it, or loaded some other
+/// way, is only asked in the other order.
+pub trait Hint {
+    /// Whether `path` was probably loaded: ask for it first.
+    fn likely_loaded(&self, path: &[u8]) -> bool;
+    /// `require` was answered with `path` (it is being loaded, or is loaded).
+    fn answered(&self, path: &[u8]);
+}
+
 /// A [`Located`] answer as `require` takes it: the file, `None` for a *sure miss* (`sure_miss`
 /// is asked only for a miss: [`super::Index::confirm_missing`]), or why Ruby must search.
 pub fn settle(located: Located, sure_miss: impl FnOnce() -> bool) -> Result<Option<(RootId, Kind)>, Reason> {
@@ -111,6 +124,7 @@ pub fn resolve<E>(
     feature: &[u8],
     find: impl FnOnce() -> Result<Result<Lookup, Reason>, E>,
     mut provided: impl FnMut(&[u8]) -> Result<Option<bool>, E>,
+    hint: &impl Hint,
 ) -> Result<Resolved, E> {
     if feature == PROBE {
         return Ok(Resolved::Probe);
@@ -128,12 +142,14 @@ pub fn resolve<E>(
     // `d//c`; then the second finds it), and both look in Ruby's features index before its
     // loading table. Ruby rebuilds that index when `$LOADED_FEATURES` was edited, replaced or
     // cleared (its snapshot no longer matches), so this is never stale.
-    if let Some((p, _)) = &file {
-        if provided(p)? == Some(true) {
-            return Ok(Resolved::Loaded);
+    let mut file_loaded = None;
+    if let Some((p, _)) = file.as_ref().filter(|(p, _)| hint.likely_loaded(p)) {
+        match provided(p)? {
+            Some(true) => return Ok(Resolved::Loaded),
+            other => file_loaded = Some(other),
         }
     }
-    Ok(match (provided(feature)?, want, file) {
+    let answer = match (provided(feature)?, want, file) {
         (Some(false), _, Some((p, _))) => Resolved::Path(p),
         (Some(false), _, None) => Resolved::Missing,
         // Being loaded (by this thread: a circular require; or by another). For a bare feature
@@ -143,10 +159,21 @@ pub fn resolve<E>(
         (None, Want::Bare, Some((p, _))) => Resolved::Path(p),
         (Some(true), Want::Rb | Want::Ext, _) => Resolved::Loaded,
         (Some(true), Want::Bare, None) => Resolved::Loaded,
-        // Provided under another spelling, but the file the search reaches is not loaded (it
-        // was checked above): Ruby decides.
+        // Provided under some spelling: `false` when the file the search reaches is loaded too;
+        // otherwise Ruby decides.
+        (Some(true), Want::Bare, Some((p, _))) => match file_loaded.map_or_else(|| provided(&p), Ok)? {
+            Some(true) => {
+                hint.answered(&p);
+                Resolved::Loaded
+            }
+            _ => Resolved::Defer(Reason::Loaded),
+        },
         _ => Resolved::Defer(Reason::Loaded),
-    })
+    };
+    if let Resolved::Path(p) = &answer {
+        hint.answered(p);
+    }
+    Ok(answer)
 }
 
 #[cfg(test)]
@@ -166,9 +193,32 @@ mod tests {
     const YES: Option<bool> = Some(true);
     const LOADING: Option<bool> = None;
 
+    /// A hint that says every path is, or none is, likely loaded, and records what it was told.
+    struct Always(bool, std::cell::RefCell<Vec<Vec<u8>>>);
+
+    impl Hint for Always {
+        fn likely_loaded(&self, _: &[u8]) -> bool {
+            self.0
+        }
+        fn answered(&self, path: &[u8]) {
+            self.1.borrow_mut().push(path.to_vec());
+        }
+    }
+
+    fn hint(likely: bool) -> Always {
+        Always(likely, Default::default())
+    }
+
+    /// The answer with the file asked for first. Asked the other way, it must be the same unless
+    /// the file is loaded, where asking first answers `false` at once (see `resolve`: stock's
+    /// answer; the other order hands Ruby the loaded path, or the name, and Ruby says `false`).
     fn run(feature: &str, found: Result<Lookup, Reason>, ruby: Ruby) -> Resolved {
         let provided = |f: &[u8]| -> Result<Option<bool>, ()> { Ok(if f == FILE { ruby.file } else { ruby.feature }) };
-        resolve(feature.as_bytes(), || Ok(found), provided).unwrap()
+        let first = resolve(feature.as_bytes(), || Ok(found.clone()), provided, &hint(true)).unwrap();
+        let second = resolve(feature.as_bytes(), || Ok(found), provided, &hint(false)).unwrap();
+        let same = first == second || (first == Resolved::Loaded && ruby.file == YES);
+        assert!(same, "{feature} {ruby:?}: {first:?} with the file asked first, {second:?} without");
+        first
     }
 
     fn at(want: Want, kind: Kind) -> Result<Lookup, Reason> {
@@ -223,22 +273,32 @@ mod tests {
             asked.push(f.to_vec());
             Ok(YES)
         };
-        let answer = resolve(b"foo", || Ok(at(Want::Bare, Kind::Rb)), provided);
+        let answer = resolve(b"foo", || Ok(at(Want::Bare, Kind::Rb)), provided, &hint(true));
         assert_eq!(answer, Ok(Resolved::Loaded));
         assert_eq!(asked, vec![FILE.to_vec()], "one question, by the file's absolute path");
     }
 
     #[test]
+    fn the_hint_learns_the_paths_required_and_found_loaded() {
+        let h = hint(false);
+        let not_loaded = |_: &[u8]| -> Result<Option<bool>, ()> { Ok(NOT) };
+        assert_eq!(resolve(b"foo", || Ok(at(Want::Bare, Kind::Rb)), not_loaded, &h), Ok(Resolved::Path(FILE.to_vec())));
+        let loaded = |_: &[u8]| -> Result<Option<bool>, ()> { Ok(YES) };
+        assert_eq!(resolve(b"foo", || Ok(at(Want::Bare, Kind::Rb)), loaded, &h), Ok(Resolved::Loaded));
+        assert_eq!(*h.1.borrow(), vec![FILE.to_vec(), FILE.to_vec()]);
+    }
+
+    #[test]
     fn the_probe_is_answered_without_a_lookup() {
-        let answer = resolve::<()>(PROBE, || panic!("no lookup for the probe"), |_| panic!("nor Ruby"));
+        let answer = resolve::<()>(PROBE, || panic!("no lookup for the probe"), |_| panic!("nor Ruby"), &hint(true));
         assert_eq!(answer, Ok(Resolved::Probe));
     }
 
     #[test]
     fn what_ruby_raises_comes_back() {
-        let raised = resolve(b"foo", || Ok(at(Want::Bare, Kind::Rb)), |_| Err("interrupt"));
+        let raised = resolve(b"foo", || Ok(at(Want::Bare, Kind::Rb)), |_| Err("interrupt"), &hint(true));
         assert_eq!(raised, Err("interrupt"));
-        let raised = resolve(b"foo", || Err::<Result<Lookup, Reason>, _>("to_path raised"), |_| Ok(NOT));
+        let raised = resolve(b"foo", || Err::<Result<Lookup, Reason>, _>("to_path raised"), |_| Ok(NOT), &hint(true));
         assert_eq!(raised, Err("to_path raised"));
     }
 

@@ -1,11 +1,12 @@
 //! The lookups behind `Loadscan::Native` and the decorator: they run the core's answer logic
 //! on the process-wide state (`state.rs`: the lock, `$LOAD_PATH`, Ractors), with Ruby's own
 //! `rb_feature_provided`. Besides: the cache file (`cache.rs`), scan problems (`problems.rs`),
-//! counters (`counters.rs`).
+//! counters (`counters.rs`), the paths recently answered (`recent.rs`, which question goes first).
 
 mod cache;
 mod counters;
 mod problems;
+mod recent;
 mod state;
 
 use std::ffi::CString;
@@ -84,7 +85,7 @@ fn with_cstr<R>(bytes: &[u8], f: impl FnOnce(*const std::os::raw::c_char) -> R) 
 /// frames are done.
 pub fn try_resolve(feature: &[u8]) -> Result<Resolved, Error> {
     let find = || Ok(try_synced(|s| s.find(feature))?.unwrap_or(Err(Reason::Unavailable)));
-    let answer = resolve(feature, find, provided)?;
+    let answer = resolve(feature, find, provided, &recent::Recent)?;
     counters::count(&answer);
     Ok(answer)
 }
