@@ -44,8 +44,12 @@ pub enum Freshness {
 }
 
 /// Whether the directory `dir` differs from its record (or was racy when recorded: changed
-/// within `RACY_NS` of `scanned_at_ns`, so a change in the same mtime tick could be missed).
+/// within `RACY_NS` of `scanned_at_ns`, so a change in the same mtime tick could be missed; or
+/// is unsettled, [`crate::DirStamp::UNSETTLED_NS`]: its listing can go stale unnoticed).
 pub(crate) fn changed(dir: &Path, rec: &DirRecord, mode: Validation, scanned_at_ns: i64) -> bool {
+    if rec.stamp.is_unsettled() {
+        return true;
+    }
     match mode {
         Validation::Mtime => match std::fs::metadata(dir) {
             Ok(md) => {
@@ -60,7 +64,11 @@ pub(crate) fn changed(dir: &Path, rec: &DirRecord, mode: Validation, scanned_at_
     }
 }
 
-/// Checks one root of a snapshot. `volatile` roots are checked directory by directory.
+/// Checks one root of a snapshot. `volatile` roots are checked directory by directory; stable
+/// ones by their top directory alone (the records below it serve `Index::confirm_missing`). A
+/// root without a record of its top directory is scanned again: it was not listed (ignored,
+/// case-folding: one `open` or none), or was unreadable when a cache without unsettled records
+/// (0.1.0) recorded it — a blind spot that would otherwise never be retried.
 pub fn check_root(snapshot: &Snapshot, root: &RootView<'_>, volatile: bool, mode: Validation) -> Freshness {
     let path = root.path_buf();
     match root.state {
@@ -78,21 +86,25 @@ pub fn check_root(snapshot: &Snapshot, root: &RootView<'_>, volatile: bool, mode
         }
         RootState::Dir => {}
     }
+    if !volatile {
+        return match snapshot.find_dir(root, b"") {
+            Some(rec) if !changed(&path, &rec, mode, root.scanned_at_ns) => Freshness::Fresh,
+            _ => Freshness::Rescan,
+        };
+    }
     let mut out = Vec::new();
+    let mut top = false;
     for rec in snapshot.dirs(root) {
         let Some(rec) = rec else { return Freshness::Rescan };
-        if !volatile && !rec.rel.is_empty() {
-            continue;
-        }
+        top |= rec.rel.is_empty();
         let dir = if rec.rel.is_empty() { path.clone() } else { path.join(std::ffi::OsStr::from_bytes(&rec.rel)) };
         if changed(&dir, &rec, mode, root.scanned_at_ns) {
-            if !volatile {
-                return Freshness::Rescan;
-            }
             out.push(rec.rel);
         }
     }
-    if out.is_empty() {
+    if !top {
+        Freshness::Rescan
+    } else if out.is_empty() {
         Freshness::Fresh
     } else {
         Freshness::Refresh(out)
