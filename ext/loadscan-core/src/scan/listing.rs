@@ -29,8 +29,9 @@ pub struct DirStamp {
 impl DirStamp {
     /// The mtime recorded for an *unsettled* directory: one whose listing can go stale without
     /// the directory itself changing — it could not be listed (unreadable: its contents are a
-    /// blind spot), or it holds an entry that could not be identified (a dangling symlink, whose
-    /// target may appear at any time, or one that could not be `stat`ed). No directory has this
+    /// blind spot), or it holds an entry that could not be identified (a dangling symlink named
+    /// like a loadable file, whose target may appear at any time, or an entry that could not be
+    /// `stat`ed). No directory has this
     /// mtime, so every revalidation counts it as changed: it is listed again on the next boot,
     /// and a miss there is never sure (`Index::confirm_missing`).
     pub const UNSETTLED_NS: i64 = i64::MIN;
@@ -157,7 +158,7 @@ pub struct Listing {
     /// Loadable files, sorted by stem then kind.
     pub files: Vec<FileEntry>,
     /// Directories listed, sorted by relative path (for revalidation); one that could not be
-    /// listed, or holds a dangling symlink, is recorded unsettled ([`DirStamp::UNSETTLED_NS`]).
+    /// listed, or holds a dangling `*.rb` symlink, is recorded unsettled ([`DirStamp::UNSETTLED_NS`]).
     pub dirs: Vec<DirRecord>,
     /// Directories whose contents are not fully known, sorted.
     pub blind: Vec<Vec<u8>>,

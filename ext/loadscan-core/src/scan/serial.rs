@@ -103,8 +103,14 @@ fn visit(
         let name = crate::hash::stable_hash(e.file_name().as_bytes());
         acc.wrapping_add(name.wrapping_add(tag.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
     });
-    // A dangling symlink, or one that cannot be asked: the listing can go stale unnoticed.
-    if entries.iter().any(|e| std::fs::metadata(e.path()).is_err()) {
+    // A dangling symlink named like a loadable file, or an entry that cannot be asked: the
+    // listing can go stale unnoticed.
+    let unsettles = |e: &std::fs::DirEntry| match std::fs::metadata(e.path()) {
+        Ok(_) => false,
+        Err(err) if errno::not_found(&err) || errno::is_loop(&err) => opts.classify(e.file_name().as_bytes()).is_some(),
+        Err(_) => true,
+    };
+    if entries.iter().any(unsettles) {
         stamp = stamp.unsettled();
     }
     out.dirs.push(DirRecord { rel: rel.clone(), stamp, digest });

@@ -121,7 +121,7 @@ impl Walk<'_> {
             state: None,
         };
         let mut digest = 0u64;
-        // An entry whose kind may change without this directory changing (see `DirStamp`).
+        // An entry that may become loadable without this directory changing (see `DirStamp`).
         let mut unsettled = false;
         let mut subdirs: Vec<Vec<u8>> = Vec::new();
         let problem = |kind, path: PathBuf, error: Option<io::Error>| ScanProblem { kind, path, error };
@@ -168,7 +168,9 @@ impl Walk<'_> {
                 }
                 Entry::Ignore => {}
                 Entry::Dangling(e) => {
-                    unsettled = true;
+                    // Named like a loadable file: its target may appear. (Any other name matters
+                    // only as a directory, which `Index::confirm_missing` sees appear.)
+                    unsettled |= self.opts.classify(name).is_some();
                     out.problems.push(problem(ProblemKind::Dangling, path.join(OsStr::from_bytes(name)), Some(e)));
                 }
                 Entry::Unknown(e) => {
