@@ -136,20 +136,3 @@ fn a_subdirectory_unreadable_once_is_retried_on_the_next_boot() {
         assert_eq!(answer(&mut index, "sub/b"), format!("{}/sub/b.rb", t.path("gems/lib").display()), "{label}");
     }
 }
-
-#[test]
-fn a_cache_that_recorded_a_root_blind_without_its_directory_is_scanned_again() {
-    // What a cache written before unsettled records holds for a root unreadable at its boot.
-    let t = TempTree::new("old-blind");
-    t.file("app/a.rb");
-    let order = vec![t.path("app")];
-    make_unreadable(&t, "app");
-    let (index, _) = cold(&order, &policy(), false);
-    let mut records = settled_records(&index);
-    records[0].listing.dirs.clear();
-    let bytes = encode(&records, ENV);
-    make_readable(&t, "app");
-    let (mut index, report) = warm(&bytes, &order, &policy());
-    assert_eq!(report.scanned, 1, "{report:?}");
-    assert_eq!(answer(&mut index, "a"), format!("{}/a.rb", t.path("app").display()));
-}

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 
 use super::{bytes, is_under, now_ns, path_of_bytes, Index, Life, RootId};
 use crate::scan::{refresh, scan_roots, DirRecord, ScanOptions, ScanProblem};
-use crate::store::{changed, check_root, Freshness, RootView, Validation};
+use crate::store::{check_root, stamp_differs, Freshness, RootView, Validation};
 
 /// Fewer checks than this per thread are not worth starting a thread for (see `check_roots`).
 const STATS_PER_THREAD: usize = 1024;
@@ -180,9 +180,9 @@ impl Index {
                 // file in it fails the same way.
                 Err(_) => true,
                 Ok(md) if !md.is_dir() => true,
-                Ok(_) => self
-                    .dir_record(id as RootId, rel)
-                    .is_some_and(|rec| !changed(dir, &rec, Validation::Mtime, root.scanned_at_ns)),
+                Ok(md) => {
+                    self.dir_record(id as RootId, rel).is_some_and(|rec| !stamp_differs(&md, &rec, root.scanned_at_ns))
+                }
             }
         })
     }
