@@ -40,6 +40,9 @@ module Loadscan
 
     # Runs the command line; returns the exit status.
     def run
+      # Set up before the command line ran (RUBYOPT=-rloadscan/setup): it writes nothing at exit
+      # unless `build` says so.
+      Loadscan.setup(readonly: true) if Loadscan.active?
       catch(:done) { dispatch }
     end
 
