@@ -133,40 +133,60 @@ class CLITest < Minitest::Test
     File.join(cache, "last_boot.json").tap { |path| assert File.file?(path) }
   end
 
-  # last_boot.json gets the checks the cache file gets before `stats` or `doctor` reads it: a
-  # fifo does not hang them, a symlink (to /dev/zero) is not followed, a file of another user,
-  # one others may write or one too large is not read (each: one warning, "no boot recorded",
-  # exit 1); and what it holds is printed with control characters escaped.
-  def test_stats_and_doctor_trust_last_boot_json_only_as_the_cache_file
+  # A boot that records its figures (its program name carrying terminal escapes), then
+  # `make.(path_of_last_boot_json, its_content)`; yields the cache dir.
+  def with_last_boot(make = nil)
     with_files([["app/config/boot.rb", "require #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}\n"]]) do |dir|
       cache = File.join(dir, "cache")
       path = record_a_boot(cache)
-      out, err, status = loadscan_bounded("stats", cache: cache)
-      assert_equal [0, ""], [status.exitstatus, err]
-      refute_match(/[\x00-\x08\x0a-\x1f\x7f]/, out.chomp, "control characters escaped")
-      assert_includes out, "\\x1B]0;owned\\x07\\x1B[2J (pid "
-      out, = loadscan_bounded("--json", "stats", cache: cache)
-      assert_equal "\e]0;owned\a\e[2J", JSON.parse(out).dig("last_boot", "program"), "JSON escapes them its own way"
-      record = File.read(path)
-
-      hostile = {
-        "a fifo" => [-> { system("mkfifo", path, exception: true) }, "not a regular file (fifo)"],
-        "a symlink to /dev/zero" => [-> { File.symlink("/dev/zero", path) }, "it is a symlink"],
-        "another user's file" => [-> { File.write(path, record); FileUtils.chown("nobody", nil, path) }, "owned by uid #{Etc.getpwnam("nobody").uid}, not by root or uid 0"],
-        "a file others may write" => [-> { File.write(path, record); File.chmod(0o666, path) }, "writable by group or others (mode 666)"],
-        "a file too large" => [-> { File.write(path, record.sub("{", "{\"pad\":\"#{"x" * (64 << 10)}\",")) }, "larger than 65536 bytes"],
-      }
-      hostile.each do |what, (make, why)|
+      if make
+        record = File.read(path)
         File.delete(path)
-        make.()
-        out, err, status, seconds = loadscan_bounded("stats", cache: cache)
-        assert_equal 1, status.exitstatus, "#{what}: #{err}"
-        assert_operator seconds, :<, 15, what
-        assert_equal "no boot recorded in #{cache} yet (a boot with loadscan records its figures there at exit)\n", out, what
-        assert_equal "loadscan: #{path} is not used: #{why}\n", err, what
+        make.(path, record)
       end
-      File.delete(path)
-      system("mkfifo", path, exception: true)
+      yield cache, path, dir
+    end
+  end
+
+  # last_boot.json gets the checks the cache file gets before `stats` reads it: each hostile
+  # file is one warning naming why, then "no boot recorded", exit 1, promptly.
+  def assert_last_boot_refused(why, &make)
+    with_last_boot(make) do |cache, path|
+      out, err, status, seconds = loadscan_bounded("stats", cache: cache)
+      assert_equal [1, "loadscan: #{path} is not used: #{why}\n"], [status.exitstatus, err], out
+      assert_operator seconds, :<, 15
+      assert_equal "no boot recorded in #{cache} yet (a boot with loadscan records its figures there at exit)\n", out
+    end
+  end
+
+  def test_stats_does_not_block_on_a_fifo
+    assert_last_boot_refused("not a regular file (fifo)") { |path| system("mkfifo", path, exception: true) }
+  end
+
+  def test_stats_does_not_follow_a_symlink_to_dev_zero
+    assert_last_boot_refused("it is a symlink") { |path| File.symlink("/dev/zero", path) }
+  end
+
+  def test_stats_does_not_read_another_users_file
+    assert_last_boot_refused("owned by uid #{Etc.getpwnam("nobody").uid}, not by root or uid 0") do |path, record|
+      File.write(path, record)
+      FileUtils.chown("nobody", nil, path)
+    end
+  end
+
+  def test_stats_does_not_read_a_file_others_may_write
+    assert_last_boot_refused("writable by group or others (mode 666)") do |path, record|
+      File.write(path, record)
+      File.chmod(0o666, path)
+    end
+  end
+
+  def test_stats_does_not_read_a_file_too_large
+    assert_last_boot_refused("larger than 65536 bytes") { |path, record| File.write(path, record.sub("{", "{\"pad\":\"#{"x" * (64 << 10)}\",")) }
+  end
+
+  def test_doctor_does_not_block_on_a_fifo
+    with_last_boot(->(path, _) { system("mkfifo", path, exception: true) }) do |cache, path, dir|
       out, err, status, seconds = loadscan_bounded("doctor", cache: cache, chdir: File.join(dir, "app"))
       assert_equal [0, "loadscan: #{path} is not used: not a regular file (fifo)\n"], [status.exitstatus, err], out
       assert_operator seconds, :<, 15
@@ -174,13 +194,24 @@ class CLITest < Minitest::Test
     end
   end
 
+  # What the record holds is printed with control characters escaped (JSON escapes them its
+  # own way).
+  def test_stats_and_doctor_escape_control_characters
+    with_last_boot do |cache, _, dir|
+      [loadscan_bounded("stats", cache: cache), loadscan_bounded("doctor", cache: cache, chdir: File.join(dir, "app"))].each do |out, err, status|
+        assert_equal [0, ""], [status.exitstatus, err]
+        refute_match(/[\x00-\x08\x0b-\x1f\x7f]/, out)
+        assert_includes out, "\\x1B]0;owned\\x07\\x1B[2J (pid "
+      end
+      out, = loadscan_bounded("--json", "stats", cache: cache)
+      assert_equal "\e]0;owned\a\e[2J", JSON.parse(out).dig("last_boot", "program")
+    end
+  end
+
   # doctor stops a boot that does not finish within --timeout seconds (killing its process
-  # group) and says it hangs; a boot that leaves a process behind holding stderr is not
-  # waited for (that process is stopped).
-  def test_doctor_bounds_the_boot
-    setup_rb = File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect
-    with_files([["hangs/config/boot.rb", "File.write('../hangs.pid', Process.pid.to_s); $stderr.puts 'waiting for the database'; sleep 60\n"],
-                ["leaves/config/boot.rb", "File.write('../leaves.pid', spawn('sleep', '60').to_s)\nrequire #{setup_rb}\n"]]) do |dir|
+  # group) and says it hangs.
+  def test_doctor_stops_a_boot_that_hangs
+    with_files([["hangs/config/boot.rb", "File.write('../hangs.pid', Process.pid.to_s); $stderr.puts 'waiting for the database'; sleep 60\n"]]) do |dir|
       out, err, status, seconds = loadscan_bounded("--timeout", "2", "doctor", cache: "#{dir}/cache", chdir: "#{dir}/hangs", timeout: 50)
       assert_equal 1, status.exitstatus, out + err
       assert_operator seconds, :<, 20
@@ -189,15 +220,22 @@ class CLITest < Minitest::Test
       out, err, status = loadscan_bounded("--json", "--timeout", "1.5", "doctor", cache: "#{dir}/cache", chdir: "#{dir}/hangs", timeout: 50)
       assert_equal 1, status.exitstatus, err
       assert_match(/hangs: the boot had not finished after 1.5 s/, JSON.parse(out)["problems"].first)
+      assert_match(/--timeout SECONDS +doctor: how long the app's boot may take \(default 60\)$/, loadscan("--help", cache: "/x").first)
+      _, err, status = loadscan("--timeout", "0", "doctor", cache: "/x")
+      assert_equal [1, "loadscan: --timeout needs a number of seconds above 0\n#{USAGE}"], [status.exitstatus, err]
+    end
+  end
 
-      out, err, status, seconds = loadscan_bounded("doctor", cache: "#{dir}/cache", chdir: "#{dir}/leaves", timeout: 50)
+  # A boot that leaves a process behind holding stderr is not waited for: that process is
+  # stopped with the boot's process group.
+  def test_doctor_does_not_wait_for_what_the_boot_leaves_running
+    setup_rb = File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect
+    with_files([["leaves/config/boot.rb", "File.write('../leaves.pid', spawn('sleep', '60').to_s)\nrequire #{setup_rb}\n"]]) do |dir|
+      out, err, status, seconds = loadscan_bounded("doctor", cache: "#{dir}/cache", chdir: "#{dir}/leaves", timeout: 90)
       assert_equal [0, ""], [status.exitstatus, err], out
       assert_operator seconds, :<, 20, "not waiting for the sleep the boot left holding stderr"
       assert_match(/^ok$/, out)
       assert_dead Integer(File.read("#{dir}/leaves.pid"))
-      assert_match(/--timeout SECONDS +doctor: how long the app's boot may take \(default 60\)$/, loadscan("--help", cache: "/x").first)
-      _, err, status = loadscan("--timeout", "0", "doctor", cache: "/x")
-      assert_equal [1, "loadscan: --timeout needs a number of seconds above 0\n#{USAGE}"], [status.exitstatus, err]
     end
   end
 
