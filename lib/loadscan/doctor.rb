@@ -63,7 +63,10 @@ module Loadscan
     end
 
     def self.text(report)
-      lines = ["ruby: #{report["ruby"] || "-"}", "rubygems: #{report["rubygems"] || "-"}, bundler: #{report["bundler"] || "-"}",
+      # The boot hung or failed before it could say anything: only what went wrong.
+      return ["boot: #{report["boot"] || "-"}", *report["problems"].map { |p| "PROBLEM: #{p}" }] unless report["ruby"]
+
+      lines = ["ruby: #{report["ruby"]}", "rubygems: #{report["rubygems"] || "-"}, bundler: #{report["bundler"] || "-"}",
                "boot: #{report["boot"] || "none found (no config/boot.rb, no Gemfile)"}",
                "loadscan set up by the boot: #{report["set_up_by_boot"] ? "yes" : "no"}",
                "require reaches loadscan: #{report["engaged"] ? "yes" : "no"} (Kernel#require: #{report["require"]})"]
@@ -93,7 +96,9 @@ module Loadscan
         args = @dirs.flat_map { |d| ["-I", d] }
         status, err = run_boot(@env.to_h.merge(env), RbConfig.ruby, *args, "-e", PROBE_SCRIPT, out, File.expand_path("setup", __dir__))
         return { "boot" => boot_file, "timed_out" => @timeout, "boot_output" => last_lines(err) } unless status
-        return { "probe_error" => last_lines(err) } unless status.success? && File.file?(out)
+        unless status.success? && File.file?(out)
+          return { "boot" => boot_file, "probe_error" => [status.exitstatus ? "exit #{status.exitstatus}" : "signal #{status.termsig}", last_lines(err)].reject(&:empty?).join(": ") }
+        end
 
         Marshal.load(File.binread(out)) # rubocop:disable Security/MarshalLoad -- our own child wrote it
       end
@@ -102,8 +107,12 @@ module Loadscan
     # The last three lines of a child's stderr, on one line.
     def last_lines(err) = err.lines.last(3).map(&:strip).join(" | ")
 
-    # What the probe boots (it decides again in the child).
-    def boot_file = File.file?("config/boot.rb") ? "config/boot.rb" : "bundler/setup"
+    # What the probe boots (as it decides in the child).
+    def boot_file
+      if File.file?("config/boot.rb") then "config/boot.rb"
+      elsif @env["BUNDLE_GEMFILE"] || File.file?("Gemfile") then "bundler/setup"
+      end
+    end
 
     # Runs the boot in a process group of its own and returns its status (nil when it did not
     # exit within @timeout seconds) and stderr. Then the group is killed: the boot when it hangs,
@@ -158,7 +167,7 @@ module Loadscan
       return ["the boot could not run: #{r["probe_error"]}"] if r["probe_error"]
       if r["timed_out"]
         output = r["boot_output"].empty? ? "" : " (its last output: #{r["boot_output"]})"
-        return ["#{r["boot"]} hangs: the boot had not finished after #{format("%g", r["timed_out"])} s and was stopped#{output}; " \
+        return ["#{r["boot"] || "the boot"} hangs: it had not finished after #{format("%g", r["timed_out"])} s and was stopped#{output}; " \
                 "find what it waits for, or give it longer with `loadscan --timeout SECONDS doctor`"]
       end
 

@@ -215,11 +215,11 @@ class CLITest < Minitest::Test
       out, err, status, seconds = loadscan_bounded("--timeout", "2", "doctor", cache: "#{dir}/cache", chdir: "#{dir}/hangs", timeout: 50)
       assert_equal 1, status.exitstatus, out + err
       assert_operator seconds, :<, 20
-      assert_match(/^PROBLEM: config\/boot.rb hangs: the boot had not finished after 2 s and was stopped \(its last output: waiting for the database\); /, out)
+      assert_match(/^PROBLEM: config\/boot.rb hangs: it had not finished after 2 s and was stopped \(its last output: waiting for the database\); /, out)
       assert_dead Integer(File.read("#{dir}/hangs.pid"))
       out, err, status = loadscan_bounded("--json", "--timeout", "1.5", "doctor", cache: "#{dir}/cache", chdir: "#{dir}/hangs", timeout: 50)
       assert_equal 1, status.exitstatus, err
-      assert_match(/hangs: the boot had not finished after 1.5 s/, JSON.parse(out)["problems"].first)
+      assert_match(/hangs: it had not finished after 1.5 s/, JSON.parse(out)["problems"].first)
       assert_match(/--timeout SECONDS +doctor: how long the app's boot may take \(default 60\)$/, loadscan("--help", cache: "/x").first)
       _, err, status = loadscan("--timeout", "0", "doctor", cache: "/x")
       assert_equal [1, "loadscan: --timeout needs a number of seconds above 0\n#{USAGE}"], [status.exitstatus, err]
