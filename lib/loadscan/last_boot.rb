@@ -24,15 +24,15 @@ module Loadscan
         record = File.open(path, File::RDONLY | File::NOFOLLOW | File::NONBLOCK) { |f| refusal(f.stat) || parse(f.read(MAX_BYTES + 1)) }
         return record if record.is_a?(Hash)
 
-        Warnings.once(:last_boot, "#{path} is not used: #{record}")
+        Warnings.once(:last_boot_read, "#{path} is not used: #{record}")
         nil
       rescue Errno::ENOENT, Errno::ENOTDIR
         nil
       rescue Errno::ELOOP
-        Warnings.once(:last_boot, "#{path} is not used: it is a symlink")
+        Warnings.once(:last_boot_read, "#{path} is not used: it is a symlink")
         nil
       rescue SystemCallError, IOError => e
-        Warnings.once(:last_boot, "#{path} could not be read (#{e.message})")
+        Warnings.once(:last_boot_read, "#{path} could not be read (#{e.message})")
         nil
       end
 

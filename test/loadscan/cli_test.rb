@@ -267,8 +267,8 @@ class CLITest < Minitest::Test
           out, err, status = run.("-I", "lib", command)
           assert_equal ["", 0], [err, status.exitstatus], "#{name.inspect} #{command}: #{out}"
           assert_predicate out, :valid_encoding?
+          assert_match(/, 0 disagree$/, out) if command == "verify"
         end
-        assert_match(/^0 disagree|, 0 disagree$/, run.("-I", "lib", "verify").first)
         %w[lookup explain verify problems build stats doctor clear].each do |command|
           out, err, status = run.("--json", "-I", "lib", command, *(%w[sub/b] if %w[lookup explain].include?(command)))
           assert_equal ["", 0], [err, status.exitstatus], "#{name.inspect} --json #{command}: #{out}"
