@@ -97,7 +97,8 @@ module Loadscan
         status, err = run_boot(@env.to_h.merge(env), RbConfig.ruby, *args, "-e", PROBE_SCRIPT, out, File.expand_path("setup", __dir__))
         return { "boot" => boot_file, "timed_out" => @timeout, "boot_output" => last_lines(err) } unless status
         unless status.success? && File.file?(out)
-          return { "boot" => boot_file, "probe_error" => [status.exitstatus ? "exit #{status.exitstatus}" : "signal #{status.termsig}", last_lines(err)].reject(&:empty?).join(": ") }
+          how = status.exitstatus ? "exit #{status.exitstatus}" : "signal #{status.termsig}"
+          return { "boot" => boot_file, "probe_error" => [how, last_lines(err)].reject(&:empty?).join(": ") }
         end
 
         Marshal.load(File.binread(out)) # rubocop:disable Security/MarshalLoad -- our own child wrote it

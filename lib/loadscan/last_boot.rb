@@ -37,7 +37,7 @@ module Loadscan
       end
 
       # Why a file with this status is not read, or nil.
-      def refusal(st)
+      private def refusal(st)
         return "not a regular file (#{st.ftype})" unless st.file?
         return "owned by uid #{st.uid}, not by root or uid #{Process.euid}" unless [0, Process.euid].include?(st.uid)
         return format("writable by group or others (mode %o)", st.mode & 0o777) if st.mode.anybits?(0o022)
@@ -46,7 +46,7 @@ module Loadscan
       end
 
       # The record, a JSON object; else why not.
-      def parse(json)
+      private def parse(json)
         return "larger than #{MAX_BYTES} bytes" if json.to_s.bytesize > MAX_BYTES
 
         require "json"
