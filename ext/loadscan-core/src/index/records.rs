@@ -7,7 +7,7 @@ use crate::store::RootRecord;
 
 /// A stable root is revalidated by its top directory alone (its other records serve
 /// `Index::confirm_missing`): an unsettled directory anywhere in it (unreadable, or holding a
-/// dangling symlink) unsettles the top one, so the next boot scans the root again.
+/// dangling `*.rb` symlink) unsettles the top one, so the next boot scans the root again.
 fn unsettle_top(listing: &mut Listing) {
     if listing.dirs.iter().any(|d| d.stamp.is_unsettled()) {
         if let Some(top) = listing.dirs.first_mut().filter(|d| d.rel.is_empty()) {
