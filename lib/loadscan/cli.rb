@@ -17,6 +17,7 @@ module Loadscan
       "stats" => "the figures of the app's last boot (requires answered, left to Ruby and why, cache use)",
       "problems" => "paths the scanner leaves to Ruby (loops, unreadable dirs, …)",
       "clear" => "delete the cache file",
+      "install" => "set this app up: Gemfile, config/boot.rb (Bootsnap keeps its compile cache only); shows the diff",
     }.freeze
 
     # A wrong command line: the message, exit 1.
@@ -28,6 +29,7 @@ module Loadscan
       @err = err
       @env = env
       @json = false
+      @dry_run = false
       @dirs = []
       @options = {}
     end
@@ -64,6 +66,7 @@ module Loadscan
           @options[:cache_dir] = File.expand_path(d)
         end
         o.on("--json", "print JSON") { @json = true }
+        o.on("--dry-run", "install: show the changes, write nothing") { @dry_run = true }
         o.on("-h", "--help", "this text") do
           @out.puts(o.help)
           throw :done, 0
@@ -239,6 +242,23 @@ module Loadscan
 
     # The name loadscan gives its cache file (an old `index` may be another tool's: left alone).
     CACHE_FILE = Loadscan::CACHE_FILES.first
+
+    def cmd_install(_args)
+      require_relative "installer"
+      installer = Installer.new(Dir.pwd)
+      changes = installer.changes.select(&:changed?)
+      installer.write(changes) unless @dry_run
+      data = { "dry_run" => @dry_run, "changed" => changes.map(&:path), "diff" => changes.map(&:diff).join }
+      summary = if changes.empty? then "nothing to change: loadscan is set up in Gemfile and config/boot.rb"
+                elsif @dry_run then "--dry-run: nothing written"
+                else "changed #{data["changed"].join(", ")}#{data["changed"].include?("Gemfile") ? "; now run `bundle install`" : ""}"
+                end
+      emit(data, "#{data["diff"]}#{summary}")
+      0
+    rescue Installer::Refused => e
+      @err.puts("loadscan install: #{e.message}")
+      1
+    end
 
     def cmd_doctor(_args)
       require_relative "doctor"
