@@ -8,7 +8,8 @@ module Loadscan
   module Native
     path = File.join(__dir__, RUBY_VERSION[/\A\d+\.\d+/], "loadscan.so")
     begin
-      File.file?(path) or raise LoadError, "no #{path} (run `rake compile` with this Ruby)"
+      File.file?(path) or raise LoadError, "no #{path}: no build for Ruby #{RUBY_VERSION} (in a checkout, run `rake compile` " \
+                                             "with this Ruby; a precompiled gem: install the source gem, `gem install loadscan --platform ruby`)"
       require path
       @load_error = nil
     rescue LoadError => e

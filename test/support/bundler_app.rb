@@ -46,16 +46,17 @@ module Loadscan
       end
 
       # Writes a Gemfile (`gems` plus loadscan from this checkout, as the README's Gemfile line
+      # says, or with `installed: true` the loadscan gem installed where `extra_env`'s GEM_PATH
       # says) and locks it offline.
       # A Rails app requires loadscan's railtie (rake tasks), as the README says.
-      def lock(app, gems, require_as: false)
+      def lock(app, gems, require_as: false, installed: false, extra_env: {})
         File.write(File.join(app, "Gemfile"), <<~RUBY)
           source "https://rubygems.org"
           #{gems.map { |g| "gem #{g.inspect}" }.join("\n")}
-          gem "loadscan", path: #{ROOT.inspect}, require: #{require_as.inspect}
+          gem "loadscan", #{installed ? "" : "path: #{ROOT.inspect}, "}require: #{require_as.inspect}
         RUBY
-        run = RubyProcess.run_ruby(command: [File.join(BINDIR, "bundle"), "lock", "--local"], env: env(app).merge("BUNDLE_FROZEN" => nil),
-                                   chdir: app, timeout: 600)
+        run = RubyProcess.run_ruby(command: [File.join(BINDIR, "bundle"), "lock", "--local"],
+                                   env: env(app).merge("BUNDLE_FROZEN" => nil).merge(extra_env), chdir: app, timeout: 600)
         raise "bundle lock --local failed in #{app}:\n#{run.stdout}#{run.stderr}" unless run.success?
       end
 
@@ -66,10 +67,11 @@ module Loadscan
       # Where loadscan/setup goes is BOOT_ORDER: "after" (the README's way), "before" (by
       # absolute path, ahead of Bundler) or "none" (the caller set Bundler up). BOOT_EARLY is
       # loaded first, BOOT_PRELUDE after both setups.
-      def plain_app(dir)
+      # (`installed:` and `extra_env:` as for `lock`.)
+      def plain_app(dir, installed: false, extra_env: {})
         app = File.join(dir, "plain")
         FileUtils.mkdir_p(app)
-        lock(app, gems)
+        lock(app, gems, installed: installed, extra_env: extra_env)
         File.write(File.join(app, "boot.rb"), <<~RUBY)
           load ENV["BOOT_EARLY"] if ENV["BOOT_EARLY"]
           order = ENV.fetch("BOOT_ORDER")
