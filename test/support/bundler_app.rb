@@ -55,6 +55,11 @@ module Loadscan
           #{gems.map { |g| "gem #{g.inspect}" }.join("\n")}
           gem "loadscan", #{installed ? "" : "path: #{ROOT.inspect}, "}require: #{require_as.inspect}
         RUBY
+        bundle_lock(app, extra_env)
+      end
+
+      # `bundle lock --local` of the app's Gemfile (`extra_env` as for `lock`).
+      def bundle_lock(app, extra_env = {})
         run = RubyProcess.run_ruby(command: [File.join(BINDIR, "bundle"), "lock", "--local"],
                                    env: env(app).merge("BUNDLE_FROZEN" => nil).merge(extra_env), chdir: app, timeout: 600)
         raise "bundle lock --local failed in #{app}:\n#{run.stdout}#{run.stderr}" unless run.success?
@@ -98,15 +103,7 @@ module Loadscan
       # installed, plus `gem "loadscan", path: …`, and `require "loadscan/setup"` in
       # config/boot.rb after `require "bundler/setup"`, as the README says.
       def rails_app(dir)
-        rails = File.join(BINDIR, "rails")
-        return nil unless File.executable?(rails)
-
-        run = RubyProcess.run_ruby(command: [rails, "new", "railsapp", "--minimal", "--skip-bundle", "--skip-git",
-                                             "--skip-javascript", "--skip-webpack-install"],
-                                   env: env(dir).merge("BUNDLE_GEMFILE" => nil), chdir: dir, timeout: 600)
-        raise "rails new failed:\n#{run.stdout}#{run.stderr}" unless run.success?
-
-        app = File.join(dir, "railsapp")
+        app = rails_new(dir) or return nil
         lock(app, %w[rails sqlite3 puma listen bootsnap], require_as: "loadscan/railtie")
         boot = File.join(app, "config", "boot.rb")
         # loadscan as the README says; Bootsnap's compile cache beside it when LOADSCAN_TEST_BOOTSNAP
@@ -121,6 +118,20 @@ module Loadscan
           end
         RUBY
         app
+      end
+
+      # `rails new --minimal --skip-bundle` (Debian's Rails, offline) in dir/railsapp, as generated;
+      # nil where this Ruby has no Rails.
+      def rails_new(dir)
+        rails = File.join(BINDIR, "rails")
+        return nil unless File.executable?(rails)
+
+        run = RubyProcess.run_ruby(command: [rails, "new", "railsapp", "--minimal", "--skip-bundle", "--skip-git",
+                                             "--skip-javascript", "--skip-webpack-install"],
+                                   env: env(dir).merge("BUNDLE_GEMFILE" => nil), chdir: dir, timeout: 600)
+        raise "rails new failed:\n#{run.stdout}#{run.stderr}" unless run.success?
+
+        File.join(dir, "railsapp")
       end
 
       # What each boot reports (Marshal'd to LOADSCAN_TEST_REPORT).
