@@ -49,18 +49,19 @@ module Loadscan
       # says, or with `installed: true` the loadscan gem installed where `extra_env`'s GEM_PATH
       # says) and locks it offline.
       # A Rails app requires loadscan's railtie (rake tasks), as the README says.
-      def lock(app, gems, require_as: false, installed: false, extra_env: {})
+      def lock(app, gems, require_as: false, installed: false, extra_env: {}, bundle: [File.join(BINDIR, "bundle")])
         File.write(File.join(app, "Gemfile"), <<~RUBY)
           source "https://rubygems.org"
           #{gems.map { |g| "gem #{g.inspect}" }.join("\n")}
           gem "loadscan", #{installed ? "" : "path: #{ROOT.inspect}, "}require: #{require_as.inspect}
         RUBY
-        bundle_lock(app, extra_env)
+        bundle_lock(app, extra_env, bundle: bundle)
       end
 
-      # `bundle lock --local` of the app's Gemfile (`extra_env` as for `lock`).
-      def bundle_lock(app, extra_env = {})
-        run = RubyProcess.run_ruby(command: [File.join(BINDIR, "bundle"), "lock", "--local"],
+      # `bundle lock --local` of the app's Gemfile (`extra_env` as for `lock`; `bundle`: the
+      # command, another Ruby's under qemu for the aarch64 gem).
+      def bundle_lock(app, extra_env = {}, bundle: [File.join(BINDIR, "bundle")])
+        run = RubyProcess.run_ruby(command: [*bundle, "lock", "--local"],
                                    env: env(app).merge("BUNDLE_FROZEN" => nil).merge(extra_env), chdir: app, timeout: 600)
         raise "bundle lock --local failed in #{app}:\n#{run.stdout}#{run.stderr}" unless run.success?
       end
@@ -72,11 +73,11 @@ module Loadscan
       # Where loadscan/setup goes is BOOT_ORDER: "after" (the README's way), "before" (by
       # absolute path, ahead of Bundler) or "none" (the caller set Bundler up). BOOT_EARLY is
       # loaded first, BOOT_PRELUDE after both setups.
-      # (`installed:` and `extra_env:` as for `lock`.)
-      def plain_app(dir, installed: false, extra_env: {})
+      # (`installed:`, `extra_env:` and `bundle:` as for `lock`; `gems:` those the Ruby booting it has.)
+      def plain_app(dir, installed: false, extra_env: {}, gems: self.gems, bundle: [File.join(BINDIR, "bundle")])
         app = File.join(dir, "plain")
         FileUtils.mkdir_p(app)
-        lock(app, gems, installed: installed, extra_env: extra_env)
+        lock(app, gems, installed: installed, extra_env: extra_env, bundle: bundle)
         File.write(File.join(app, "boot.rb"), <<~RUBY)
           load ENV["BOOT_EARLY"] if ENV["BOOT_EARLY"]
           order = ENV.fetch("BOOT_ORDER")

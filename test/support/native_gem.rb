@@ -16,13 +16,13 @@ module Loadscan
 
       def native_gem_supported? = RUBY_PLATFORM.start_with?("x86_64-linux")
 
-      # Builds the gem into `dir`; returns its path and the build's stdout (sizes, glibc floor).
-      def build_native_gem(dir)
-        run = RubyProcess.run_ruby(command: [RbConfig.ruby, "-S", "rake", "native:x86_64"], chdir: ROOT, timeout: 1800,
+      # Builds the gem for `arch` into `dir`; returns its path and the build's stdout (sizes, glibc floor).
+      def build_native_gem(dir, arch: "x86_64")
+        run = RubyProcess.run_ruby(command: [RbConfig.ruby, "-S", "rake", "native:#{arch}"], chdir: ROOT, timeout: 1800,
                                    env: { "LOADSCAN_NATIVE_RUBIES" => BundlerApp::BINDIR, "LOADSCAN_NATIVE_PKG" => dir })
-        raise "rake native:x86_64 failed:\n#{run.stdout}#{run.stderr}" unless run.success?
+        raise "rake native:#{arch} failed:\n#{run.stdout}#{run.stderr}" unless run.success?
 
-        [File.join(dir, "loadscan-#{Loadscan::VERSION}-#{PLATFORM}.gem"), run.stdout]
+        [File.join(dir, "loadscan-#{Loadscan::VERSION}-#{arch}-linux.gem"), run.stdout]
       end
 
       # The environment of every process that uses GEM_HOME `home`: no Rust anywhere.
