@@ -93,7 +93,8 @@ module NativeGem
   end
 
   def package_in(stage, platform, builds, strip)
-    spec = Dir.chdir(ROOT) { Gem::Specification.load("loadscan.gemspec") }
+    # (A copy: RubyGems caches loaded specs, and this one is changed below.)
+    spec = Dir.chdir(ROOT) { Gem::Specification.load("loadscan.gemspec") }.dup
     files = spec.files.grep_v(%r{\A(ext/|Cargo\.)})
     files.each do |f|
       FileUtils.mkdir_p(File.dirname(File.join(stage, f)))
