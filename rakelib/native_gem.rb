@@ -20,6 +20,10 @@ module NativeGem
   # release: RubyGems ANDs requirements, so a gap is `!= 3.2.0`, `!= 3.2.1`, …; 3.2 is
   # end-of-life and had far fewer releases than this.
   GAP_RELEASES = 20
+  # The oldest glibc the gems support (README, "Install"): a library needing a newer symbol
+  # version fails the build. 2.34 is where the pthread_* functions moved into libc (LOADSCAN_GLIBC_FLOOR
+  # to check against another).
+  GLIBC_FLOOR = ENV.fetch("LOADSCAN_GLIBC_FLOOR", "2.34")
   # Where the gems go (LOADSCAN_NATIVE_PKG to put them elsewhere, as the tests do).
   PKG = ENV.fetch("LOADSCAN_NATIVE_PKG", File.join(ROOT, "pkg"))
 
@@ -110,11 +114,15 @@ module NativeGem
     spec.extensions = []
     spec.files = files.sort
     spec.required_ruby_version = ruby_requirement(builds.map(&:minor))
+    floor = glibc_floor(builds.map(&:library))
+    if Gem::Version.new(floor) > Gem::Version.new(GLIBC_FLOOR)
+      raise "the #{platform} libraries need glibc #{floor}, above the supported floor #{GLIBC_FLOOR} (README, \"Install\")"
+    end
     FileUtils.mkdir_p(PKG)
     out = File.join(PKG, spec.file_name)
     Dir.chdir(stage) { Gem::Package.build(spec, false, false, out) }
     puts format("%s: %.1f MB (Ruby %s), needs glibc >= %s", out.delete_prefix("#{ROOT}/"), File.size(out) / 1e6,
-                builds.map(&:minor).join(", "), glibc_floor(builds.map(&:library)))
+                builds.map(&:minor).join(", "), floor)
     out
   end
 end
