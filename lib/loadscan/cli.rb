@@ -255,7 +255,7 @@ module Loadscan
                 end
       emit(data, "#{data["diff"]}#{summary}")
       0
-    rescue Installer::Refused => e
+    rescue Installer::Refused, SystemCallError => e
       @err.puts("loadscan install: #{e.message}")
       1
     end

@@ -98,6 +98,16 @@ class InstallerTest < Minitest::Test
     end
   end
 
+  def test_an_app_it_cannot_write_is_named_and_left_as_it_was
+    with_files([["Gemfile", GEMFILE], ["config/boot.rb", RAILS_BOOT]]) do |dir|
+      File.chmod(0o755, dir) # readable, not writable, by nobody
+      run = run_ruby(file: EXE, args: ["install"], env: { "BUNDLE_GEMFILE" => nil }, chdir: dir, as_nobody: true)
+      assert_equal [1, ""], [run.status.exitstatus, run.stdout]
+      assert_match(/\Aloadscan install: Permission denied .*#{Regexp.escape(dir)}\/Gemfile/, run.stderr)
+      assert_equal({ "Gemfile" => GEMFILE, "config/boot.rb" => RAILS_BOOT }, files(dir))
+    end
+  end
+
   def test_refuses_outside_an_app
     with_files([["Gemfile", GEMFILE]]) do |dir|
       assert_equal ["", "loadscan install: no config/boot.rb in #{dir}: run `loadscan install` in the app's directory\n", 1],
