@@ -24,9 +24,12 @@ module Loadscan
 
     # Starts resolving `require` from the index. Safe to call more than once; returns true when
     # loadscan is active, false when it stays out of the way (disabled, or the native extension
-    # could not load — then with one warning, and Ruby's require is untouched).
+    # could not load — then with one warning, and Ruby's require is untouched). Called again
+    # with settings once active (a program that sets itself up when `RUBYOPT=-rloadscan/setup`
+    # already did, as the command line does), those settings replace the first ones: the index
+    # starts again on them if they change what it reads.
     def setup(**options)
-      return true if @active
+      return reconfigure(options) if @active
 
       @config = Config.new(**options)
       @config.problems.each { |message| Warnings.once(message, message) }
@@ -37,19 +40,7 @@ module Loadscan
         return false
       end
 
-      warning = Native.start($LOAD_PATH, dlext: @config.dlext, threads: @config.threads, cache_dir: @config.cache_dir,
-                                         env_key: @config.env_key, uid: Process.euid, validate: @config.validate,
-                                         stable_dirs: @config.stable_dirs, lazy: @config.lazy,
-                                         ignore_names: @config.ignore_names, ignore_paths: @config.ignore_paths,
-                                         on_problems: ->(problems) { Warnings.scan_problems(problems) },
-                                         on_defer: method(:left_to_ruby), on_rescan: method(:rescanned))
-      Warnings.once(:cache, warning) if warning
-      Native.sync
-      instrument(:cache_load) do
-        s = Native.stats
-        { cache_dir: @config.cache_dir, roots_from_cache: s[:roots_from_cache], roots_scanned: s[:roots_scanned],
-          ms: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms], warning: warning }
-      end
+      start_index
       require_relative "loadscan/core_ext/kernel"
       require_relative "loadscan/core_ext/load_path"
       unless CoreExt.attach
@@ -62,6 +53,41 @@ module Loadscan
       install_at_exit_save
       @active = true
       CoreExt.check
+      true
+    end
+
+    private def start_index
+      warning = Native.start($LOAD_PATH, **index_options(@config), on_problems: ->(problems) { Warnings.scan_problems(problems) },
+                                                                   on_defer: method(:left_to_ruby), on_rescan: method(:rescanned))
+      Warnings.once(:cache, warning) if warning
+      Native.sync
+      instrument(:cache_load) do
+        s = Native.stats
+        { cache_dir: @config.cache_dir, roots_from_cache: s[:roots_from_cache], roots_scanned: s[:roots_scanned],
+          ms: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms], warning: warning }
+      end
+    end
+
+    # What the index is built from: settings that differ mean another index.
+    private def index_options(config)
+      { dlext: config.dlext, threads: config.threads, cache_dir: config.cache_dir, env_key: config.env_key, uid: Process.euid,
+        validate: config.validate, stable_dirs: config.stable_dirs, lazy: config.lazy, ignore_names: config.ignore_names,
+        ignore_paths: config.ignore_paths }
+    end
+
+    # A later setup with settings: they apply (readonly: from now on, at exit too); an index
+    # built from other ones (another cache dir, a full listing) starts again. Not disabling:
+    # `enabled: false` changes nothing once require goes through loadscan.
+    private def reconfigure(options)
+      return true if options.empty?
+
+      config = Config.new(**options)
+      config.problems.each { |message| Warnings.once(message, message) }
+      return true unless config.enabled
+
+      previous = @config
+      @config = config
+      start_index unless index_options(previous) == index_options(config)
       true
     end
 

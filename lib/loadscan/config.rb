@@ -170,7 +170,7 @@ module Loadscan
     # The app's tmp/cache/loadscan: the app is the directory holding the `config/` that required
     # loadscan (as in config/boot.rb), else Bundler's root. A program outside any app gets a
     # directory of its own in the user's cache dir ($XDG_CACHE_HOME, else ~/.cache), keyed by
-    # the program's directory; with neither, no cache.
+    # the program's directory; with neither (HOME unset, empty, relative or `/`), no cache.
     def default_cache_dir
       config = caller_locations.map(&:absolute_path).compact.find { |p| p.include?("/config/") && !p.start_with?(__dir__) }
       root = if config
@@ -185,8 +185,14 @@ module Loadscan
 
     def user_cache_dir
       base = @env["XDG_CACHE_HOME"].to_s
-      base = File.join(@env["HOME"].to_s, ".cache") unless base.start_with?("/")
-      return nil unless base.start_with?("/") && File.directory?(File.dirname(base)) && Native.respond_to?(:stable_hash)
+      unless base.start_with?("/")
+        home = @env["HOME"].to_s
+        # A user without a home (HOME unset or `/`, as daemons run) would get `/.cache`.
+        return nil if !home.start_with?("/") || File.expand_path(home).delete("/").empty?
+
+        base = File.join(home, ".cache")
+      end
+      return nil unless File.directory?(File.dirname(base)) && Native.respond_to?(:stable_hash)
 
       program = File.absolute_path(File.dirname($PROGRAM_NAME.to_s))
       File.join(base, "loadscan", "#{File.basename(program).gsub(/[^\w.-]/, "_")}-#{Native.stable_hash(program)}")
