@@ -35,6 +35,12 @@ module Loadscan
       @config.problems.each { |message| Warnings.once(message, message) }
       return false unless @config.enabled
 
+      if box_enabled?
+        Warnings.once(:box, "Ruby::Box is enabled (RUBY_BOX=1): each box has its own $LOAD_PATH and $LOADED_FEATURES, " \
+                            "which loadscan does not follow; booting with Ruby's own require")
+        return false
+      end
+
       unless Native.available?
         Warnings.once(:native, "native extension could not be loaded (#{Native.load_error.message}); booting with Ruby's own require")
         return false
@@ -56,6 +62,14 @@ module Loadscan
       true
     end
 
+    # Whether Ruby 4.0's boxes are on (`RUBY_BOX=1`): each `Ruby::Box` then has a `$LOAD_PATH`
+    # and `$LOADED_FEATURES` of its own, and a `require` in one searches only its own, while
+    # loadscan follows one `$LOAD_PATH` for the whole process. A Ruby without `Ruby::Box` is
+    # asked through the variable (a preview that spells the API otherwise).
+    private def box_enabled?
+      defined?(Ruby::Box) && Ruby::Box.respond_to?(:enabled?) ? Ruby::Box.enabled? : ENV["RUBY_BOX"] == "1"
+    end
+
     private def start_index
       warning = Native.start($LOAD_PATH, **index_options(@config), on_problems: ->(problems) { Warnings.scan_problems(problems) },
                                                                    on_defer: method(:left_to_ruby), on_rescan: method(:rescanned))
@@ -72,7 +86,7 @@ module Loadscan
     private def index_options(config)
       { dlext: config.dlext, threads: config.threads, cache_dir: config.cache_dir, env_key: config.env_key, uid: Process.euid,
         validate: config.validate, stable_dirs: config.stable_dirs, lazy: config.lazy, ignore_names: config.ignore_names,
-        ignore_paths: config.ignore_paths }
+        ignore_paths: config.ignore_paths, static_ext: config.static_ext? }
     end
 
     # A later setup with settings: they apply (readonly: from now on, at exit too); an index

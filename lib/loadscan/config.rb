@@ -59,6 +59,14 @@ module Loadscan
       @dlext = defined?(RbConfig) ? RbConfig::CONFIG["DLEXT"] : ""
     end
 
+    # Whether this Ruby links its extensions in (`--with-static-linked-ext`): it provides `etc`,
+    # `digest`, `json/ext/parser`, … with no file on disk, found only by Ruby's own search after
+    # every entry, so loadscan leaves misses to it. Without RbConfig (`--disable-gems`), such a
+    # Ruby is known by the encoding database it provides at boot (`encdb.so`, linked in too).
+    def static_ext?
+      defined?(RbConfig) ? RbConfig::CONFIG["EXTSTATIC"] == "static" : $LOADED_FEATURES.include?("encdb.so")
+    end
+
     # The key a cache file must carry: written by another loadscan or Ruby, or with other
     # directories ignored, it is not used.
     def env_key
