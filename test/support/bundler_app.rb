@@ -23,13 +23,14 @@ module Loadscan
       # bin/setup-rails-gems for the others).
       COMMON_GEMS = %w[activesupport rack thor rake builder erubi i18n tzinfo].freeze
       NATIVE_GEMS = %w[nokogiri sqlite3].freeze
+      # What those gems require (ActiveSupport 6.1) that Ruby 3.4 moved out of its default gems:
+      # under Bundler they load only when the Gemfile names them, so there the apps' Gemfiles do,
+      # as a user's must (shared/rubies/README.md). 3.4 has them as bundled gems.
+      UNBUNDLED_IN_34 = %w[base64 bigdecimal mutex_m drb].freeze
       # What bin/setup-rails-gems built for this Ruby (a GEM_HOME per Ruby; `.complete` when done).
       BUILT_GEMS = File.join(ENV["LOADSCAN_GEM_CACHE"] || File.join(ENV["XDG_CACHE_HOME"] || File.join(Dir.home, ".cache"),
                                                                      "loadscan", "rails-gems"),
                              File.basename(RbConfig::CONFIG["prefix"]))
-      # The gems Ruby 3.4 moved from the default set to the bundled ones that Rails 6.1 requires:
-      # under Bundler they load only when the Gemfile names them.
-      UNBUNDLED_GEMS = (RUBY_VERSION >= "3.4" ? %w[base64 bigdecimal mutex_m drb] : []).freeze
       # A `rails new --minimal` app's frameworks (its config/application.rb), for a Gemfile without
       # `gem "rails"`, whose actioncable needs nio4r and websocket-driver (not built here).
       RAILS_FRAMEWORKS = %w[railties activerecord actionpack actionview activemodel activesupport sprockets-rails].freeze
@@ -92,13 +93,17 @@ module Loadscan
         RAILS_FRAMEWORKS + %w[sqlite3 listen] + (gem?("bootsnap") ? %w[bootsnap] : [])
       end
 
-      # Writes a Gemfile (`gems` plus loadscan from this checkout, as the README's Gemfile line
-      # says) and locks it offline.
+      def unbundled_gems
+        Gem::Version.new(RUBY_VERSION) >= Gem::Version.new("3.4") ? UNBUNDLED_IN_34 : []
+      end
+
+      # Writes a Gemfile (`gems`, those this Ruby unbundled, plus loadscan from this checkout, as
+      # the README's Gemfile line says) and locks it offline.
       # A Rails app requires loadscan's railtie (rake tasks), as the README says.
       def lock(app, gems, require_as: false)
         File.write(File.join(app, "Gemfile"), <<~RUBY)
           source "https://rubygems.org"
-          #{(gems | UNBUNDLED_GEMS).map { |g| "gem #{g.inspect}" }.join("\n")}
+          #{(gems | unbundled_gems).map { |g| "gem #{g.inspect}" }.join("\n")}
           gem "loadscan", path: #{ROOT.inspect}, require: #{require_as.inspect}
         RUBY
         run = RubyProcess.run_ruby(command: [File.join(BINDIR, "bundle"), "lock", "--local"], env: env(app).merge("BUNDLE_FROZEN" => nil),
