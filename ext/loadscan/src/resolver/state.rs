@@ -10,10 +10,16 @@
 //! was interrupted with comes back as an `Err`; GVL-free work never raises (see `nogvl`).
 //! Either is raised once the lock is released ([`try_synced`]).
 //!
+//! Fork: a child has only the thread that forked, so a lock another thread held at the fork
+//! would stay held in the child for good. `Process._fork` (lib/loadscan/core_ext/process.rb)
+//! takes the lock first ([`hold_for_fork`]) and lets it go in parent and child alike
+//! ([`release_after_fork`]): the child inherits a state no thread was changing, unlocked.
+//!
 //! Ractors: only the main Ractor is served; others go to Ruby's own `require`.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
-use std::sync::{Mutex, TryLockError};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use loadscan_core::{list_deferred, settle, Index, Located, Lookup, ProblemKind, Query, Reason, SyncPolicy};
@@ -86,6 +92,35 @@ pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<C
     counters::reset();
     *STATE.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
     warning
+}
+
+thread_local! {
+    /// The state lock while this thread forks (between [`hold_for_fork`] and
+    /// [`release_after_fork`]).
+    static HELD_FOR_FORK: RefCell<Option<MutexGuard<'static, Option<State>>>> = const { RefCell::new(None) };
+}
+
+/// Takes the state lock for a `fork` about to happen on this thread: `true` when this thread
+/// holds it now, `false` when another one does (the caller waits, GVL released, and asks again:
+/// never a wait here).
+pub fn hold_for_fork() -> bool {
+    HELD_FOR_FORK.with(|held| {
+        let mut held = held.borrow_mut();
+        if held.is_none() {
+            *held = match STATE.try_lock() {
+                Ok(g) => Some(g),
+                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            };
+        }
+        held.is_some()
+    })
+}
+
+/// Lets go of the lock [`hold_for_fork`] took, once the fork is done (in the parent and in the
+/// child, where the same thread goes on).
+pub fn release_after_fork() {
+    HELD_FOR_FORK.with(|held| drop(held.borrow_mut().take()));
 }
 
 /// Stops: every later resolve answers `Unknown`.
