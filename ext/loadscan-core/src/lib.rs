@@ -22,7 +22,7 @@
 
 pub use hash::stable_hash;
 pub use index::{
-    resolve, settle, Explanation, Index, LazyStats, Lister, Located, Lookup, Query, Reason, Resolved, RootId,
+    resolve, settle, settle_in_turn, Explanation, Index, LazyStats, Lister, Located, Lookup, Query, Reason, Resolved, RootId,
     SyncPolicy, SyncReport, Want, PROBE,
 };
 pub use realpath::RealPaths;

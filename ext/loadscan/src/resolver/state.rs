@@ -22,7 +22,9 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-use loadscan_core::{list_deferred, settle, Index, Located, Lookup, ProblemKind, Query, Reason, SyncPolicy};
+use loadscan_core::{
+    list_deferred, settle, settle_in_turn, Index, Kind, Located, Lookup, ProblemKind, Query, Reason, SyncPolicy,
+};
 use magnus::Error;
 use rb_sys::VALUE;
 
@@ -164,13 +166,21 @@ impl State {
     /// Where `feature` is, as Ruby's search would find it now: its file, `None` for a miss the
     /// index is sure of (every volatile root asked, `Index::confirm_missing`), or why Ruby's own
     /// search must answer. The one lookup behind `require`, `resolve_feature_path` and `lookup`.
+    /// `foo.so` that no entry has is searched again as a bare feature (`Query::fallback`).
     pub(super) fn find(&mut self, feature: &[u8]) -> Result<Lookup, Reason> {
         let q = self.index.parse(feature).ok_or(Reason::NotFeature)?;
-        let located = locate(&mut self.index, &q);
+        let bare = q.fallback(feature);
+        let found = settle_in_turn([Some(&q), bare.as_ref()].into_iter().flatten(), |q| self.settle_one(q))?;
+        Ok((q.want, found))
+    }
+
+    /// One search of `find`: the file, `None` for a sure miss, or why Ruby must search.
+    fn settle_one(&mut self, q: &Query) -> Result<Option<(Vec<u8>, Kind)>, Reason> {
+        let located = locate(&mut self.index, q);
         self.absorb_lazy();
         let index = &self.index;
         let found = settle(located, || without_gvl(|| index.confirm_missing(&q.stem)))?;
-        Ok((q.want, found.map(|(root, kind)| (index.path_of(root, &q.stem, kind), kind))))
+        Ok(found.map(|(root, kind)| (index.path_of(root, &q.stem, kind), kind)))
     }
 
     /// Takes what lazy listings during the last lookup worked around.
