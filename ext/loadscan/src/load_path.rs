@@ -105,7 +105,7 @@ impl LoadPath {
     /// Whether `$LOAD_PATH` is as last polled, mirrorable, and has no entry Ruby would expand
     /// again (then `poll` has nothing to do).
     pub fn is_unchanged(&self) -> bool {
-        !self.opaque && self.recheck == Recheck::Never && self.unchanged()
+        !self.opaque && matches!(self.recheck, Recheck::Never) && self.unchanged()
     }
 
     fn unchanged(&self) -> bool {
@@ -141,7 +141,9 @@ impl LoadPath {
                 return Err(Polled::Raised(e));
             }
         };
-        self.opaque = self.slots.iter().any(|(_, e)| *e == Expanded::Opaque);
+        if changed {
+            self.opaque = self.slots.iter().any(|(_, e)| *e == Expanded::Opaque);
+        }
         if self.opaque {
             return Err(Polled::Opaque);
         }
