@@ -22,6 +22,10 @@ module Loadscan
       # Gems every Ruby here has (pure Ruby), and native ones Debian built for its own Ruby.
       COMMON_GEMS = %w[activesupport rack thor rake builder erubi i18n tzinfo].freeze
       NATIVE_GEMS = %w[nokogiri sqlite3].freeze
+      # What those gems require (ActiveSupport 6.1) that Ruby 3.4 moved out of its default gems:
+      # under Bundler they load only when the Gemfile names them, so there the apps' Gemfiles do,
+      # as a user's must (shared/rubies/README.md). 3.4 has them as bundled gems.
+      UNBUNDLED_IN_34 = %w[base64 bigdecimal mutex_m drb].freeze
 
       module_function
 
@@ -45,13 +49,17 @@ module Loadscan
         debian_ruby? ? COMMON_GEMS + NATIVE_GEMS : COMMON_GEMS
       end
 
-      # Writes a Gemfile (`gems` plus loadscan from this checkout, as the README's Gemfile line
-      # says) and locks it offline.
+      def unbundled_gems
+        Gem::Version.new(RUBY_VERSION) >= Gem::Version.new("3.4") ? UNBUNDLED_IN_34 : []
+      end
+
+      # Writes a Gemfile (`gems`, those this Ruby unbundled, plus loadscan from this checkout, as
+      # the README's Gemfile line says) and locks it offline.
       # A Rails app requires loadscan's railtie (rake tasks), as the README says.
       def lock(app, gems, require_as: false)
         File.write(File.join(app, "Gemfile"), <<~RUBY)
           source "https://rubygems.org"
-          #{gems.map { |g| "gem #{g.inspect}" }.join("\n")}
+          #{(gems | unbundled_gems).map { |g| "gem #{g.inspect}" }.join("\n")}
           gem "loadscan", path: #{ROOT.inspect}, require: #{require_as.inspect}
         RUBY
         run = RubyProcess.run_ruby(command: [File.join(BINDIR, "bundle"), "lock", "--local"], env: env(app).merge("BUNDLE_FROZEN" => nil),
