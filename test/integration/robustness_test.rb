@@ -18,6 +18,36 @@ class RobustnessTest < Minitest::Test
     end
   RUBY
 
+  # Compaction moves objects (`$LOAD_PATH`'s Array among them) and updates only the references
+  # the GC knows of: whatever loadscan keeps across calls must be pinned or marked. Apps compact
+  # before forking workers (Puma's nakayoshi_fork) and Ruby may compact on its own (auto_compact).
+  def test_requires_after_gc_compaction
+    with_files([["a/before.rb", "$log << :before"], ["a/after.rb", "$log << :after"], ["b/later.rb", "$log << :later"]]) do |dir|
+      code = <<~RUBY
+        $log = []
+        $LOAD_PATH.unshift(#{"#{dir}/a".inspect})
+        require "before"
+        require "set"
+        3.times { GC.compact }
+        if GC.respond_to?(:verify_compaction_references)
+          # Moves every object that can move (the heap doubled, then compacted toward its empty end).
+          heap = RUBY_VERSION < "3.2" ? { double_heap: true } : { expand_heap: true }
+          GC.verify_compaction_references(toward: :empty, **heap)
+        end
+        out = { "after" => require("after"), "again" => require("before") }
+        $LOAD_PATH.push(#{"#{dir}/b".inspect})
+        GC.compact
+        out["later"] = require("later")
+        out["missing"] = begin; require("no_such_feature_here"); rescue LoadError => e; e.message; end
+        GC.auto_compact = true
+        GC.start
+        out["json"] = require("json")
+        report(out.merge("log" => $log, "loaded_features" => $LOADED_FEATURES.dup))
+      RUBY
+      assert_same_as_stock(code)
+    end
+  end
+
   def test_to_path_shrinking_load_path_does_not_crash
     with_files([["a/shrunk.rb", "$loaded = :a"]]) do |dir|
       code = ENTRY + <<~RUBY

@@ -40,8 +40,12 @@ pub struct LoadPath {
 }
 
 impl LoadPath {
-    /// Follows the given array (`$LOAD_PATH`). The snapshot is kept alive for the process.
+    /// Follows the given array (`$LOAD_PATH`). Both it and the snapshot are kept across calls as
+    /// raw `VALUE`s, so both are registered with the GC, which pins them: compaction (`GC.compact`,
+    /// `GC.auto_compact`) never moves them, so the pointers never dangle. `$LOAD_PATH` lives as
+    /// long as the VM, so pinning it keeps nothing alive that would otherwise be freed.
     pub fn new(array: VALUE) -> Self {
+        unsafe { rb_sys::rb_gc_register_mark_object(array) };
         // A hidden array (no class: invisible to ObjectSpace), made with public API only
         // (`rb_ary_tmp_new` was renamed in Ruby 3.2 and is not exported by 3.3).
         let snapshot = unsafe { rb_sys::rb_obj_hide(rb_sys::rb_ary_new_capa(0)) };
