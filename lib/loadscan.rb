@@ -24,32 +24,29 @@ module Loadscan
 
     # Starts resolving `require` from the index. Safe to call more than once; returns true when
     # loadscan is active, false when it stays out of the way (disabled, or the native extension
-    # could not load — then with one warning, and Ruby's require is untouched).
+    # could not load — then with one warning, and Ruby's require is untouched). Called again
+    # with settings once active (a program that sets itself up when `RUBYOPT=-rloadscan/setup`
+    # already did, as the command line does), those settings replace the first ones: the index
+    # starts again on them if they change what it reads.
     def setup(**options)
-      return true if @active
+      return reconfigure(options) if @active
 
       @config = Config.new(**options)
       @config.problems.each { |message| Warnings.once(message, message) }
       return false unless @config.enabled
+
+      if box_enabled?
+        Warnings.once(:box, "Ruby::Box is enabled (RUBY_BOX=1): each box has its own $LOAD_PATH and $LOADED_FEATURES, " \
+                            "which loadscan does not follow; booting with Ruby's own require")
+        return false
+      end
 
       unless Native.available?
         Warnings.once(:native, "native extension could not be loaded (#{Native.load_error.message}); booting with Ruby's own require")
         return false
       end
 
-      warning = Native.start($LOAD_PATH, dlext: @config.dlext, threads: @config.threads, cache_dir: @config.cache_dir,
-                                         env_key: @config.env_key, uid: Process.euid, validate: @config.validate,
-                                         stable_dirs: @config.stable_dirs, lazy: @config.lazy,
-                                         ignore_names: @config.ignore_names, ignore_paths: @config.ignore_paths,
-                                         on_problems: ->(problems) { Warnings.scan_problems(problems) },
-                                         on_defer: method(:left_to_ruby), on_rescan: method(:rescanned))
-      Warnings.once(:cache, warning) if warning
-      Native.sync
-      instrument(:cache_load) do
-        s = Native.stats
-        { cache_dir: @config.cache_dir, roots_from_cache: s[:roots_from_cache], roots_scanned: s[:roots_scanned],
-          ms: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms], warning: warning }
-      end
+      start_index
       require_relative "loadscan/core_ext/kernel"
       require_relative "loadscan/core_ext/load_path"
       unless CoreExt.attach
@@ -62,6 +59,49 @@ module Loadscan
       install_at_exit_save
       @active = true
       CoreExt.check
+      true
+    end
+
+    # Whether Ruby 4.0's boxes are on (`RUBY_BOX=1`): each `Ruby::Box` then has a `$LOAD_PATH`
+    # and `$LOADED_FEATURES` of its own, and a `require` in one searches only its own, while
+    # loadscan follows one `$LOAD_PATH` for the whole process. A Ruby without `Ruby::Box` is
+    # asked through the variable (a preview that spells the API otherwise).
+    private def box_enabled?
+      defined?(Ruby::Box) && Ruby::Box.respond_to?(:enabled?) ? Ruby::Box.enabled? : ENV["RUBY_BOX"] == "1"
+    end
+
+    private def start_index
+      warning = Native.start($LOAD_PATH, **index_options(@config), on_problems: ->(problems) { Warnings.scan_problems(problems) },
+                                                                   on_defer: method(:left_to_ruby), on_rescan: method(:rescanned))
+      Warnings.once(:cache, warning) if warning
+      Native.sync
+      instrument(:cache_load) do
+        s = Native.stats
+        { cache_dir: @config.cache_dir, roots_from_cache: s[:roots_from_cache], roots_scanned: s[:roots_scanned],
+          ms: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms], warning: warning }
+      end
+    end
+
+    # What the index is built from: settings that differ mean another index.
+    private def index_options(config)
+      { dlext: config.dlext, threads: config.threads, cache_dir: config.cache_dir, env_key: config.env_key, uid: Process.euid,
+        validate: config.validate, stable_dirs: config.stable_dirs, lazy: config.lazy, ignore_names: config.ignore_names,
+        ignore_paths: config.ignore_paths, static_ext: config.static_ext? }
+    end
+
+    # A later setup with settings: they apply (readonly: from now on, at exit too); an index
+    # built from other ones (another cache dir, a full listing) starts again. Not disabling:
+    # `enabled: false` changes nothing once require goes through loadscan.
+    private def reconfigure(options)
+      return true if options.empty?
+
+      config = Config.new(**options)
+      config.problems.each { |message| Warnings.once(message, message) }
+      return true unless config.enabled
+
+      previous = @config
+      @config = config
+      start_index unless index_options(previous) == index_options(config)
       true
     end
 

@@ -1,12 +1,13 @@
 # frozen_string_literal: true
 
 require "optparse"
+require_relative "output"
 
 module Loadscan
   # `loadscan` on the command line. Commands look at the load path the app's boot sets up:
   # run in the app's directory, they set Bundler up first when there is a Gemfile (as
   # config/boot.rb does), then add `-I` dirs in front. `--json` prints one JSON document per
-  # command (the schema is in the README, "Command line").
+  # command (the schema is in the README, "Command line"); paths are printed as Output says.
   class CLI
     COMMANDS = {
       "doctor" => "is `require` reaching loadscan in this app's boot? versions, cache, settings",
@@ -19,21 +20,29 @@ module Loadscan
       "clear" => "delete the cache file",
     }.freeze
 
+    # How long `doctor` lets the app's boot run, in seconds, unless --timeout says otherwise.
+    DOCTOR_TIMEOUT = 60
+
     # A wrong command line: the message, exit 1.
     class Usage < StandardError; end
 
     def initialize(argv, out: $stdout, err: $stderr, env: ENV)
-      @argv = argv.dup
+      # An argument that is not valid in its encoding (a path's bytes) as bytes: options parse it.
+      @argv = argv.map { |arg| arg.valid_encoding? ? arg : arg.b }
       @out = out
       @err = err
       @env = env
       @json = false
       @dirs = []
       @options = {}
+      @timeout = DOCTOR_TIMEOUT
     end
 
     # Runs the command line; returns the exit status.
     def run
+      # Set up before the command line ran (RUBYOPT=-rloadscan/setup): it writes nothing at exit
+      # unless `build` says so.
+      Loadscan.setup(readonly: true) if Loadscan.active?
       catch(:done) { dispatch }
     end
 
@@ -64,6 +73,11 @@ module Loadscan
           @options[:cache_dir] = File.expand_path(d)
         end
         o.on("--json", "print JSON") { @json = true }
+        o.on("--timeout SECONDS", Float, "doctor: how long the app's boot may take (default #{DOCTOR_TIMEOUT})") do |t|
+          raise Usage, "--timeout needs a number of seconds above 0" unless t.positive? && t.finite?
+
+          @timeout = t
+        end
         o.on("-h", "--help", "this text") do
           @out.puts(o.help)
           throw :done, 0
@@ -97,13 +111,21 @@ module Loadscan
       @bundler = "#{gemfile} (Bundler failed: #{e.message.lines.first.chomp})"
     end
 
-    def emit(data, text)
+    # Prints `data` as JSON, or else the text (a line or lines) the block makes of it; the block
+    # gets `data` with its strings as UTF-8 bytes, so paths from anywhere can be joined.
+    def emit(data)
+      data = Output.utf8(data)
       if @json
-        require "json"
-        @out.puts(JSON.pretty_generate(data))
+        @out.puts(Output.json(data))
       else
-        @out.puts(text)
+        text = yield(data)
+        @out.puts(text.is_a?(Array) ? text.flatten.map { |line| Output.text(line) } : Output.text(text))
       end
+    end
+
+    # loadscan's answer (a path, :missing or :unknown) and Ruby's (a path or nil), comparable.
+    def answers(feature)
+      [Output.utf8(Loadscan.lookup(feature)), Output.utf8(ruby_answer(feature))]
     end
 
     def ruby_answer(feature)
@@ -120,11 +142,10 @@ module Loadscan
       end
 
       rows = features.map do |feature|
-        ours = Loadscan.lookup(feature)
-        ruby = ruby_answer(feature)
+        ours, ruby = answers(feature)
         { "feature" => feature, "loadscan" => show(ours), "ruby" => ruby, "agree" => ours == :unknown || ours == (ruby || :missing) }
       end
-      emit(rows, rows.map { |r| "#{r["feature"]}\t#{r["loadscan"]}#{r["agree"] ? "" : "\truby: #{r["ruby"].inspect}"}" })
+      emit(rows) { |shown| shown.map { |r| "#{r["feature"]}\t#{r["loadscan"]}#{r["agree"] ? "" : "\truby: #{r["ruby"].inspect}"}" } }
       rows.all? { |r| r["agree"] } ? 0 : 1
     end
 
@@ -134,7 +155,12 @@ module Loadscan
       end
 
       rows = features.map { |feature| explain(feature) }
-      text = rows.flat_map do |r|
+      emit(rows) { |shown| explain_text(shown) }
+      0
+    end
+
+    def explain_text(rows)
+      rows.flat_map do |r|
         lines = ["#{r["feature"]}: #{r["loadscan"]}", "  ruby: #{r["ruby"] || "not found"}", "  why: #{r["why"]}"]
         lines += r["candidates"].map { |c| "  entry #{c["rank"]}: #{c["root"]} has #{c["kind"]}" }
         # Past the winning .rb (or a file named with its extension) nothing can change the answer.
@@ -144,14 +170,12 @@ module Loadscan
         lines += r["blind"].map { |b| "  blind spot in entry #{b["rank"]}: #{File.join(b["root"], b["dir"])}#{later.(b["rank"])}" }
         lines + r["deferred"].map { |d| "  not listed yet in entry #{d["rank"]}: #{File.join(d["root"], d["dir"])}#{later.(d["rank"])}" }
       end
-      emit(rows, text)
-      0
     end
 
     def explain(feature)
-      ours = Loadscan.lookup(feature) # first: it lists the directories its answer depends on
+      ours, ruby = answers(feature) # first: it lists the directories its answer depends on
       info = Native.explain(feature)
-      row = { "feature" => feature, "loadscan" => show(ours), "ruby" => ruby_answer(feature),
+      row = { "feature" => feature, "loadscan" => show(ours), "ruby" => ruby,
               "candidates" => [], "blind" => [], "deferred" => [] }
       if info
         row["candidates"] = info[:candidates].map { |rank, root, kind| { "rank" => rank, "root" => root, "kind" => kind.to_s } }
@@ -180,8 +204,9 @@ module Loadscan
       stats = Loadscan.stats
       data = { "cache_dir" => Loadscan.config.cache_dir, "result" => result.to_s, "entries" => stats[:load_path_entries],
                "features" => stats[:features], "bundler" => @bundler }
-      emit(data, "#{result} #{data["cache_dir"]}: #{data["entries"]} entries, #{data["features"]} features" \
-                  "#{@bundler ? " (load path from #{@bundler})" : ""}")
+      emit(data) do |d|
+        "#{result} #{d["cache_dir"]}: #{d["entries"]} entries, #{d["features"]} features#{d["bundler"] ? " (load path from #{d["bundler"]})" : ""}"
+      end
       %i[written clean].include?(result) ? 0 : 1
     end
 
@@ -192,15 +217,15 @@ module Loadscan
 
       stems = Native.stems
       wrong = stems.filter_map do |stem|
-        ours = Loadscan.lookup(stem)
+        ours, ruby = answers(stem)
         next if ours == :unknown
 
-        ruby = ruby_answer(stem)
         { "feature" => stem, "loadscan" => show(ours), "ruby" => ruby } unless ours == (ruby || :missing)
       end
-      data = { "checked" => stems.size, "disagree" => wrong }
-      emit(data, ["#{stems.size} features checked against Ruby's own search, #{wrong.size} disagree",
-                   *wrong.map { |w| "#{w["feature"]}\t#{w["loadscan"]}\truby: #{w["ruby"].inspect}" }])
+      emit({ "checked" => stems.size, "disagree" => wrong }) do |d|
+        ["#{stems.size} features checked against Ruby's own search, #{wrong.size} disagree",
+         *d["disagree"].map { |w| "#{w["feature"]}\t#{w["loadscan"]}\truby: #{w["ruby"].inspect}" }]
+      end
       wrong.empty? ? 0 : 1
     end
 
@@ -208,11 +233,12 @@ module Loadscan
       dir = Config.new(**@options.slice(:cache_dir), env: @env).cache_dir or raise Usage, "no cache configured"
       last = LastBoot.read(dir)
       unless last
-        emit({ "cache_dir" => dir, "last_boot" => nil },
-             "no boot recorded in #{dir} yet (a boot with loadscan records its figures there at exit)")
+        emit({ "cache_dir" => dir, "last_boot" => nil }) do |d|
+          "no boot recorded in #{d["cache_dir"]} yet (a boot with loadscan records its figures there at exit)"
+        end
         return 1
       end
-      emit({ "cache_dir" => dir, "last_boot" => last }, LastBoot.describe(last))
+      emit({ "cache_dir" => dir, "last_boot" => last }) { |d| LastBoot.describe(d["last_boot"]) }
       0
     end
 
@@ -222,18 +248,20 @@ module Loadscan
       end
 
       problems = Loadscan.problems
-      emit(problems.map { |kind, message| { "kind" => kind.to_s, "message" => message } },
-            problems.map { |kind, message| "#{kind}\t#{message}" })
+      emit(problems.map { |kind, message| { "kind" => kind.to_s, "message" => message } }) do |rows|
+        rows.map { |r| "#{r["kind"]}\t#{r["message"]}" }
+      end
       0
     end
 
     def cmd_clear(_args)
       dir = Config.new(**@options.slice(:cache_dir), env: @env).cache_dir
-      return emit({ "removed" => [] }, "no cache configured") || 0 unless dir
+      return emit({ "removed" => [] }) { "no cache configured" } || 0 unless dir
 
       removed = Loadscan.clear_cache(dir)
-      emit({ "cache_dir" => dir, "removed" => removed },
-           removed.empty? ? "nothing to remove in #{dir}" : removed.map { |path| "removed #{path}" })
+      emit({ "cache_dir" => dir, "removed" => removed }) do |d|
+        d["removed"].empty? ? "nothing to remove in #{d["cache_dir"]}" : d["removed"].map { |path| "removed #{path}" }
+      end
       0
     end
 
@@ -242,8 +270,8 @@ module Loadscan
 
     def cmd_doctor(_args)
       require_relative "doctor"
-      Doctor.new(cli_dirs: @dirs, options: @options, env: @env).report.then do |report|
-        emit(report, Doctor.text(report))
+      Doctor.new(cli_dirs: @dirs, options: @options, env: @env, timeout: @timeout).report.then do |report|
+        emit(report) { |r| Doctor.text(r) }
         report["ok"] ? 0 : 1
       end
     end

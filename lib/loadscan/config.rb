@@ -59,6 +59,14 @@ module Loadscan
       @dlext = defined?(RbConfig) ? RbConfig::CONFIG["DLEXT"] : ""
     end
 
+    # Whether this Ruby links its extensions in (`--with-static-linked-ext`): it provides `etc`,
+    # `digest`, `json/ext/parser`, … with no file on disk, found only by Ruby's own search after
+    # every entry, so loadscan leaves misses to it. Without RbConfig (`--disable-gems`), such a
+    # Ruby is known by the encoding database it provides at boot (`encdb.so`, linked in too).
+    def static_ext?
+      defined?(RbConfig) ? RbConfig::CONFIG["EXTSTATIC"] == "static" : $LOADED_FEATURES.include?("encdb.so")
+    end
+
     # The key a cache file must carry: written by another loadscan or Ruby, or with other
     # directories ignored, it is not used.
     def env_key
@@ -170,7 +178,7 @@ module Loadscan
     # The app's tmp/cache/loadscan: the app is the directory holding the `config/` that required
     # loadscan (as in config/boot.rb), else Bundler's root. A program outside any app gets a
     # directory of its own in the user's cache dir ($XDG_CACHE_HOME, else ~/.cache), keyed by
-    # the program's directory; with neither, no cache.
+    # the program's directory; with neither (HOME unset, empty, relative or `/`), no cache.
     def default_cache_dir
       config = caller_locations.map(&:absolute_path).compact.find { |p| p.include?("/config/") && !p.start_with?(__dir__) }
       root = if config
@@ -185,8 +193,14 @@ module Loadscan
 
     def user_cache_dir
       base = @env["XDG_CACHE_HOME"].to_s
-      base = File.join(@env["HOME"].to_s, ".cache") unless base.start_with?("/")
-      return nil unless base.start_with?("/") && File.directory?(File.dirname(base)) && Native.respond_to?(:stable_hash)
+      unless base.start_with?("/")
+        home = @env["HOME"].to_s
+        # A user without a home (HOME unset or `/`, as daemons run) would get `/.cache`.
+        return nil if !home.start_with?("/") || File.expand_path(home).delete("/").empty?
+
+        base = File.join(home, ".cache")
+      end
+      return nil unless File.directory?(File.dirname(base)) && Native.respond_to?(:stable_hash)
 
       program = File.absolute_path(File.dirname($PROGRAM_NAME.to_s))
       File.join(base, "loadscan", "#{File.basename(program).gsub(/[^\w.-]/, "_")}-#{Native.stable_hash(program)}")

@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require "open3"
 require "tmpdir"
 require "etc"
 
@@ -9,7 +8,8 @@ module Loadscan
   # Bundler when there is a Gemfile) in a separate Ruby process, and reports whether `require`
   # reaches loadscan there, the versions involved, the settings in effect, the cache, and what
   # the boot's index answered. Each problem comes with the fix in words; any problem makes the
-  # exit status 1.
+  # exit status 1. A boot that has not finished after `timeout` seconds is stopped and reported
+  # as hanging.
   class Doctor
     # Runs in the child: the app's own boot (loadscan/setup by the absolute path in ARGV[1] if the
     # boot did not set it up), then a report (Marshal, to the path in ARGV[0]).
@@ -46,14 +46,15 @@ module Loadscan
       File.binwrite(ARGV.fetch(0), Marshal.dump(report))
     RUBY
 
-    def initialize(cli_dirs: [], options: {}, env: ENV)
+    def initialize(cli_dirs: [], options: {}, env: ENV, timeout: CLI::DOCTOR_TIMEOUT)
       @dirs = cli_dirs
       @options = options
       @env = env
+      @timeout = timeout
     end
 
     def report
-      r = probe
+      r = Output.utf8(probe)
       r["cache"] = cache(r.dig("settings", "cache_dir"))
       r["last_boot"] = r.dig("settings", "cache_dir")&.then { |dir| LastBoot.read(dir) }
       r["problems"] = problems(r)
@@ -62,6 +63,9 @@ module Loadscan
     end
 
     def self.text(report)
+      # The boot hung or failed before it could say anything: only what went wrong.
+      return ["boot: #{report["boot"] || "-"}", *report["problems"].map { |p| "PROBLEM: #{p}" }] unless report["ruby"]
+
       lines = ["ruby: #{report["ruby"]}", "rubygems: #{report["rubygems"] || "-"}, bundler: #{report["bundler"] || "-"}",
                "boot: #{report["boot"] || "none found (no config/boot.rb, no Gemfile)"}",
                "loadscan set up by the boot: #{report["set_up_by_boot"] ? "yes" : "no"}",
@@ -90,11 +94,61 @@ module Loadscan
         env = { "LOADSCAN_READONLY" => "1" } # looking, not writing
         env["LOADSCAN_CACHE_DIR"] = @options[:cache_dir] if @options[:cache_dir]
         args = @dirs.flat_map { |d| ["-I", d] }
-        _, err, status = Open3.capture3(@env.to_h.merge(env), RbConfig.ruby, *args, "-e", PROBE_SCRIPT, out, File.expand_path("setup", __dir__))
-        return { "probe_error" => err.lines.last(3).join } unless status.success? && File.file?(out)
+        status, err = run_boot(@env.to_h.merge(env), RbConfig.ruby, *args, "-e", PROBE_SCRIPT, out, File.expand_path("setup", __dir__))
+        return { "boot" => boot_file, "timed_out" => @timeout, "boot_output" => last_lines(err) } unless status
+        unless status.success? && File.file?(out)
+          how = status.exitstatus ? "exit #{status.exitstatus}" : "signal #{status.termsig}"
+          return { "boot" => boot_file, "probe_error" => [how, last_lines(err)].reject(&:empty?).join(": ") }
+        end
 
         Marshal.load(File.binread(out)) # rubocop:disable Security/MarshalLoad -- our own child wrote it
       end
+    end
+
+    # The last three lines of a child's stderr, on one line.
+    def last_lines(err) = err.lines.last(3).map(&:strip).join(" | ")
+
+    # What the probe boots (as it decides in the child).
+    def boot_file
+      if File.file?("config/boot.rb") then "config/boot.rb"
+      elsif @env["BUNDLE_GEMFILE"] || File.file?("Gemfile") then "bundler/setup"
+      end
+    end
+
+    # Runs the boot in a process group of its own and returns its status (nil when it did not
+    # exit within @timeout seconds) and stderr. Then the group is killed: the boot when it hangs,
+    # and whatever it left running, which may hold stderr open for its whole life.
+    def run_boot(env, *cmd)
+      reader, writer = IO.pipe
+      pid = Process.spawn(env, *cmd, in: File::NULL, out: File::NULL, err: writer, pgroup: true)
+      writer.close
+      err = String.new
+      draining = Thread.new { drain(reader, err) }
+      waiter = Process.detach(pid)
+      finished = waiter.join(@timeout)
+      kill_group(pid)
+      status = waiter.value
+      draining.join(1) # EOF once the group is gone, unless a process of another group holds the pipe
+      [finished && status, err]
+    ensure
+      reader&.close
+      draining&.join
+    end
+
+    def kill_group(pgid)
+      Process.kill(:KILL, -pgid)
+    rescue Errno::ESRCH, Errno::EPERM
+      nil
+    end
+
+    # Reads `io` into `buffer` until its end or until it is closed, keeping the last MiB.
+    def drain(io, buffer)
+      loop do
+        buffer << io.readpartial(1 << 16)
+        buffer.slice!(0, buffer.bytesize - (1 << 20)) if buffer.bytesize > 1 << 20
+      end
+    rescue EOFError, IOError
+      buffer
     end
 
     def cache(dir)
@@ -112,6 +166,11 @@ module Loadscan
     def problems(r)
       list = []
       return ["the boot could not run: #{r["probe_error"]}"] if r["probe_error"]
+      if r["timed_out"]
+        output = r["boot_output"].empty? ? "" : " (its last output: #{r["boot_output"]})"
+        return ["#{r["boot"] || "the boot"} hangs: it had not finished after #{format("%g", r["timed_out"])} s and was stopped#{output}; " \
+                "find what it waits for, or give it longer with `loadscan --timeout SECONDS doctor`"]
+      end
 
       list << "the boot failed: #{r["boot_error"]}" if r["boot_error"]
       list << "the extension did not load (#{r["native"]}): rebuild it (`gem pristine loadscan`, or `rake compile`)" if r["native"]

@@ -11,20 +11,55 @@ module Loadscan
   #    "cache":"clean","engaged":true,"hits":1900,"misses":5,"left_to_ruby":{"missing":3},…}
   module LastBoot
     FILE = CACHE_FILES.fetch(1)
+    # The largest record read: one is a few hundred bytes.
+    MAX_BYTES = 64 << 10
 
     class << self
-      # The last record in `dir` as a Hash with String keys, or nil when there is none (or it is
-      # not ours to read).
+      # The last record in `dir` as a Hash with String keys, or nil when there is none. It is
+      # trusted as the cache file is: opened without following a symlink or blocking (a fifo),
+      # and read only if it is a regular file of at most MAX_BYTES, owned by this user or root
+      # and writable by no one else. Anything else: one warning, and nil.
       def read(dir)
-        require "json"
-        JSON.parse(File.read(File.join(dir, FILE)))
-      rescue SystemCallError, JSON::ParserError
+        path = File.join(dir, FILE)
+        record = File.open(path, File::RDONLY | File::NOFOLLOW | File::NONBLOCK) { |f| refusal(f.stat) || parse(f.read(MAX_BYTES + 1)) }
+        return record if record.is_a?(Hash)
+
+        Warnings.once(:last_boot_read, "#{path} is not used: #{record}")
         nil
+      rescue Errno::ENOENT, Errno::ENOTDIR
+        nil
+      rescue Errno::ELOOP
+        Warnings.once(:last_boot_read, "#{path} is not used: it is a symlink")
+        nil
+      rescue SystemCallError, IOError => e
+        Warnings.once(:last_boot_read, "#{path} could not be read (#{e.message})")
+        nil
+      end
+
+      # Why a file with this status is not read, or nil.
+      private def refusal(st)
+        return "not a regular file (#{st.ftype})" unless st.file?
+        return "owned by uid #{st.uid}, not by root or uid #{Process.euid}" unless [0, Process.euid].include?(st.uid)
+        return format("writable by group or others (mode %o)", st.mode & 0o777) if st.mode.anybits?(0o022)
+
+        "larger than #{MAX_BYTES} bytes" if st.size > MAX_BYTES
+      end
+
+      # The record, a JSON object; else why not.
+      private def parse(json)
+        return "larger than #{MAX_BYTES} bytes" if json.to_s.bytesize > MAX_BYTES
+
+        require "json"
+        record = JSON.parse(json.to_s)
+        record.is_a?(Hash) ? record : "not a JSON object"
+      rescue JSON::ParserError => e
+        "not JSON (#{e.message.lines.first.to_s.chomp[0, 80]})"
       end
 
       # One line for people: when, what ran, what the index answered and what it left to Ruby.
       def describe(last)
-        left = (last["left_to_ruby"] || {}).select { |_, n| n.to_i.positive? }.map { |why, n| "#{n} #{why}" }
+        left = last["left_to_ruby"].is_a?(Hash) ? last["left_to_ruby"] : {}
+        left = left.select { |_, n| n.is_a?(Integer) && n.positive? }.map { |why, n| "#{n} #{why}" }
         "#{last["at"]} #{last["program"]} (pid #{last["pid"]}, Ruby #{last["ruby"]}): " \
           "#{last["hits"]} requires answered from the index, #{last["misses"]} misses, " \
           "#{last["deferred"]} left to Ruby#{left.empty? ? "" : " (#{left.join(", ")})"}; " \

@@ -1,12 +1,14 @@
 # frozen_string_literal: true
 
 module Loadscan
-  # The Rust extension (ext/loadscan), built for one Ruby: at `loadscan/<ruby minor>/loadscan.so`
-  # beside this file, both in a checkout (`rake compile`, one build per Ruby) and in an
-  # installed gem (extconf.rb installs it there). A build for another Ruby is never loaded: it
-  # links that Ruby's libruby.
+  # The Rust extension (ext/loadscan), built for one Ruby: at `loadscan/<ruby minor>/loadscan.
+  # <DLEXT>` beside this file (`.so`, `.bundle` on macOS), both in a checkout (`rake compile`,
+  # one build per Ruby) and in an installed gem (extconf.rb installs it there). A build for
+  # another Ruby is never loaded: it links that Ruby's libruby. Without RbConfig
+  # (`--disable-gems`, not loaded for us), DLEXT is what Ruby's configure gives the platform.
   module Native
-    path = File.join(__dir__, RUBY_VERSION[/\A\d+\.\d+/], "loadscan.so")
+    dlext = defined?(RbConfig) ? RbConfig::CONFIG["DLEXT"] : (RUBY_PLATFORM.include?("darwin") ? "bundle" : "so")
+    path = File.join(__dir__, RUBY_VERSION[/\A\d+\.\d+/], "loadscan.#{dlext}")
     begin
       File.file?(path) or raise LoadError, "no #{path} (run `rake compile` with this Ruby)"
       require path

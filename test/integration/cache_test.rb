@@ -131,6 +131,25 @@ class CacheTest < Minitest::Test
     end
   end
 
+  # Loadscan.setup again, with settings, after loadscan was set up (RUBYOPT=-rloadscan/setup,
+  # here `-r`): they apply, as stock's boot is unchanged. `readonly:` leaves both dirs unwritten;
+  # `cache_dir:` moves the cache (the index starts again on it).
+  def test_a_later_setup_with_settings_applies_them
+    with_app do |dir, lp, cache|
+      other = "#{dir}/other"
+      code = ->(settings) { "Loadscan.setup(#{settings}); #{script(lp)}" }
+      [["readonly: true", []], ["readonly: true, cache_dir: #{other.inspect}", []], ["cache_dir: #{other.inspect}", [other]]].each do |settings, written|
+        FileUtils.rm_rf([cache, other])
+        stock = run_ruby(script(lp), loadscan: false)
+        fast = run_ruby(code.(settings), loadscan: true, env: { "LOADSCAN_CACHE_DIR" => cache })
+        assert fast.success?, fast.stderr
+        assert_same_run(stock, fast, settings)
+        assert_equal written, [cache, other].select { |d| File.exist?(File.join(d, FILE)) }, settings
+        assert_operator fast.report["stats"][:hits], :>, 0, "the index still answers: #{settings}"
+      end
+    end
+  end
+
   # What kill -9 during a write leaves behind: the previous cache and a half-written temp file
   # (the write is temp file + rename; ext/loadscan-core/tests/crash.rs kills real writers).
   def test_a_write_killed_halfway_leaves_the_previous_cache

@@ -5,6 +5,7 @@ require "json"
 require_relative "../../lib/loadscan"
 require_relative "../../lib/loadscan/cli"
 require "stringio"
+require "etc"
 
 class CLITest < Minitest::Test
   EXE = File.join(Loadscan::TestSupport::ROOT, "exe", "loadscan")
@@ -114,6 +115,218 @@ class CLITest < Minitest::Test
       refute report["ok"]
       assert_match(/config\/boot.rb does not set loadscan up: add `require "loadscan\/setup"`/, report["problems"].first)
     end
+  end
+
+  # exe/loadscan with at most 2 GiB of address space (reading /dev/zero must not take the
+  # machine down when it fails) and `timeout` seconds: [stdout, stderr, status, seconds].
+  def loadscan_bounded(*args, cache:, env: {}, chdir: Dir.pwd, timeout: 20)
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    run = run_ruby(command: ["prlimit", "--as=#{2 << 30}", RbConfig.ruby, EXE, *args], env: { "LOADSCAN_CACHE_DIR" => cache }.merge(env),
+                   chdir: chdir, timeout: timeout)
+    [run.stdout, run.stderr, run.status, Process.clock_gettime(Process::CLOCK_MONOTONIC) - started]
+  end
+
+  # A real boot whose program name carries terminal escapes records its figures.
+  def record_a_boot(cache, program: "\e]0;owned\a\e[2J")
+    run = run_ruby("$0 = #{program.inspect}", loadscan: true, env: { "LOADSCAN_CACHE_DIR" => cache })
+    assert run.success?, run.stderr
+    File.join(cache, "last_boot.json").tap { |path| assert File.file?(path) }
+  end
+
+  # A boot that records its figures (its program name carrying terminal escapes), then
+  # `make.(path_of_last_boot_json, its_content)`; yields the cache dir.
+  def with_last_boot(make = nil)
+    with_files([["app/config/boot.rb", "require #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}\n"]]) do |dir|
+      cache = File.join(dir, "cache")
+      path = record_a_boot(cache)
+      if make
+        record = File.read(path)
+        File.delete(path)
+        make.(path, record)
+      end
+      yield cache, path, dir
+    end
+  end
+
+  # last_boot.json gets the checks the cache file gets before `stats` reads it: each hostile
+  # file is one warning naming why, then "no boot recorded", exit 1, promptly.
+  def assert_last_boot_refused(why, &make)
+    with_last_boot(make) do |cache, path|
+      out, err, status, seconds = loadscan_bounded("stats", cache: cache)
+      assert_equal [1, "loadscan: #{path} is not used: #{why}\n"], [status.exitstatus, err], out
+      assert_operator seconds, :<, 15
+      assert_equal "no boot recorded in #{cache} yet (a boot with loadscan records its figures there at exit)\n", out
+    end
+  end
+
+  def test_stats_does_not_block_on_a_fifo
+    assert_last_boot_refused("not a regular file (fifo)") { |path| system("mkfifo", path, exception: true) }
+  end
+
+  def test_stats_does_not_follow_a_symlink_to_dev_zero
+    assert_last_boot_refused("it is a symlink") { |path| File.symlink("/dev/zero", path) }
+  end
+
+  def test_stats_does_not_read_another_users_file
+    assert_last_boot_refused("owned by uid #{Etc.getpwnam("nobody").uid}, not by root or uid 0") do |path, record|
+      File.write(path, record)
+      FileUtils.chown("nobody", nil, path)
+    end
+  end
+
+  def test_stats_does_not_read_a_file_others_may_write
+    assert_last_boot_refused("writable by group or others (mode 666)") do |path, record|
+      File.write(path, record)
+      File.chmod(0o666, path)
+    end
+  end
+
+  def test_stats_does_not_read_a_file_too_large
+    assert_last_boot_refused("larger than 65536 bytes") { |path, record| File.write(path, record.sub("{", "{\"pad\":\"#{"x" * (64 << 10)}\",")) }
+  end
+
+  def test_doctor_does_not_block_on_a_fifo
+    with_last_boot(->(path, _) { system("mkfifo", path, exception: true) }) do |cache, path, dir|
+      out, err, status, seconds = loadscan_bounded("doctor", cache: cache, chdir: File.join(dir, "app"))
+      assert_equal [0, "loadscan: #{path} is not used: not a regular file (fifo)\n"], [status.exitstatus, err], out
+      assert_operator seconds, :<, 15
+      assert_match(/^last boot: none recorded yet$/, out)
+    end
+  end
+
+  # What the record holds is printed with control characters escaped (JSON escapes them its
+  # own way).
+  def test_stats_and_doctor_escape_control_characters
+    with_last_boot do |cache, _, dir|
+      [loadscan_bounded("stats", cache: cache), loadscan_bounded("doctor", cache: cache, chdir: File.join(dir, "app"))].each do |out, err, status|
+        assert_equal [0, ""], [status.exitstatus, err]
+        refute_match(/[\x00-\x08\x0b-\x1f\x7f]/, out)
+        assert_includes out, "\\x1B]0;owned\\x07\\x1B[2J (pid "
+      end
+      out, = loadscan_bounded("--json", "stats", cache: cache)
+      assert_equal "\e]0;owned\a\e[2J", JSON.parse(out).dig("last_boot", "program")
+    end
+  end
+
+  # doctor stops a boot that does not finish within --timeout seconds (killing its process
+  # group) and says it hangs.
+  def test_doctor_stops_a_boot_that_hangs
+    with_files([["hangs/config/boot.rb", "File.write('../hangs.pid', Process.pid.to_s); $stderr.puts 'waiting for the database'; sleep 60\n"]]) do |dir|
+      out, err, status, seconds = loadscan_bounded("--timeout", "2", "doctor", cache: "#{dir}/cache", chdir: "#{dir}/hangs", timeout: 50)
+      assert_equal 1, status.exitstatus, out + err
+      assert_operator seconds, :<, 20
+      assert_match(/^PROBLEM: config\/boot.rb hangs: it had not finished after 2 s and was stopped \(its last output: waiting for the database\); /, out)
+      assert_dead Integer(File.read("#{dir}/hangs.pid"))
+      out, err, status = loadscan_bounded("--json", "--timeout", "1.5", "doctor", cache: "#{dir}/cache", chdir: "#{dir}/hangs", timeout: 50)
+      assert_equal 1, status.exitstatus, err
+      assert_match(/hangs: it had not finished after 1.5 s/, JSON.parse(out)["problems"].first)
+      assert_match(/--timeout SECONDS +doctor: how long the app's boot may take \(default 60\)$/, loadscan("--help", cache: "/x").first)
+      _, err, status = loadscan("--timeout", "0", "doctor", cache: "/x")
+      assert_equal [1, "loadscan: --timeout needs a number of seconds above 0\n#{USAGE}"], [status.exitstatus, err]
+    end
+  end
+
+  # A boot that leaves a process behind holding stderr is not waited for: that process is
+  # stopped with the boot's process group.
+  def test_doctor_does_not_wait_for_what_the_boot_leaves_running
+    setup_rb = File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect
+    with_files([["leaves/config/boot.rb", "File.write('../leaves.pid', spawn('sleep', '60').to_s)\nrequire #{setup_rb}\n"]]) do |dir|
+      out, err, status, seconds = loadscan_bounded("doctor", cache: "#{dir}/cache", chdir: "#{dir}/leaves", timeout: 90)
+      assert_equal [0, ""], [status.exitstatus, err], out
+      assert_operator seconds, :<, 20, "not waiting for the sleep the boot left holding stderr"
+      assert_match(/^ok$/, out)
+      assert_dead Integer(File.read("#{dir}/leaves.pid"))
+    end
+  end
+
+  # Paths are bytes: under a directory named josé (UTF-8) or caf\xE9 (Latin-1), every command
+  # works, in text (a stray byte shown as \xNN) and in JSON (as the escape \udcNN, which Python's
+  # os.fsencode turns back into the byte); answers agree with stock Ruby's, run apart.
+  def test_every_command_under_non_ascii_and_non_utf8_paths
+    setup_rb = File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect
+    ["josé", "caf\xE9".b].each do |name|
+      with_files([["#{name}/app/lib/a.rb".b, ""], ["#{name}/app/lib/sub/b.rb".b, ""], ["#{name}/app/lib/gone".b, :symlink, "nowhere"],
+                  ["#{name}/app/config/boot.rb".b, "$LOAD_PATH.unshift(File.expand_path('../lib', __dir__))\nrequire #{setup_rb}\n"]]) do |dir|
+        app = File.join(dir, name).b + "/app"
+        lib = "#{app}/lib"
+        stock = Dir.chdir(app) { ruby_resolve("lib", "sub/b") }.b
+        assert_equal "#{lib}/sub/b.rb", stock
+        text = ->(path) { path.b.gsub(/[\x80-\xff]/n) { |c| format("\\x%02X", c.ord) }.force_encoding(Encoding::UTF_8) }
+        text = ->(path) { path.dup.force_encoding(Encoding::UTF_8) } if name == "josé"
+        json = ->(path) { path.b.gsub(/[\x80-\xff]/n) { |c| format("\\udc%02x", c.ord) } }
+        json = ->(path) { JSON.generate(path.dup.force_encoding(Encoding::UTF_8))[1..-2] } if name == "josé"
+        run = ->(*args) { loadscan_bounded(*args, cache: "#{app}/tmp/cache/loadscan", chdir: app).first(3) }
+
+        out, err, status = run.("-I", "lib", "lookup", "sub/b", "nope")
+        assert_equal ["sub/b\t#{text.(stock)}\nnope\tmissing\n", "", 0], [out, err, status.exitstatus], name.inspect
+        out, err, status = run.("-I", lib, "explain", "sub/b")
+        assert_equal ["", 0], [err, status.exitstatus], out
+        assert_includes out, "  ruby: #{text.(stock)}\n  why: the first entry"
+        assert_includes out, "  entry 0: #{text.(lib)} has rb\n"
+        %w[verify problems build stats doctor].each do |command|
+          out, err, status = run.("-I", "lib", command)
+          assert_equal ["", 0], [err, status.exitstatus], "#{name.inspect} #{command}: #{out}"
+          assert_predicate out, :valid_encoding?
+          assert_match(/, 0 disagree$/, out) if command == "verify"
+        end
+        %w[lookup explain verify problems build stats doctor clear].each do |command|
+          out, err, status = run.("--json", "-I", "lib", command, *(%w[sub/b] if %w[lookup explain].include?(command)))
+          assert_equal ["", 0], [err, status.exitstatus], "#{name.inspect} --json #{command}: #{out}"
+          JSON.parse(out) # valid JSON
+          assert_includes out, json.(app), "#{name.inspect} --json #{command}" unless %w[verify problems].include?(command)
+        end
+        out, = run.("--json", "-I", "lib", "lookup", "sub/b")
+        assert_includes out, "\"ruby\": \"#{json.(stock)}\""
+        assert_equal stock, fsencode(JSON.parse(out)[0]["loadscan"]), "the bytes come back from the JSON"
+      end
+    end
+  end
+
+  # With RUBYOPT=-rloadscan/setup (loadscan set up before the command line runs, from the
+  # environment), the command line's own settings still apply: only `build` and `clear` write,
+  # and --cache-dir is the cache they use, not LOADSCAN_CACHE_DIR.
+  def test_commands_keep_their_settings_when_rubyopt_set_loadscan_up
+    with_files([["lib/a.rb", ""], ["app/config/boot.rb", "# nothing\n"]]) do |dir|
+      env_cache = "#{dir}/env-cache"
+      given = "#{dir}/given"
+      env = { "RUBYOPT" => "-I#{Loadscan::TestSupport::LIB} -rloadscan/setup" }
+      %w[lookup explain verify problems].each do |command|
+        [[], ["--cache-dir", given]].each do |option|
+          out, err, status = loadscan(*option, "-I", "#{dir}/lib", command, *(%w[a] if %w[lookup explain].include?(command)),
+                                      cache: env_cache, env: env)
+          assert_equal ["", 0], [err, status.exitstatus], "#{command} #{option.join(" ")}: #{out}"
+          assert_empty [env_cache, given].flat_map { |d| Dir.glob("#{d}/*") }, "#{command} #{option.join(" ")} wrote"
+        end
+      end
+      out, err, status = loadscan("--cache-dir", given, "-I", "#{dir}/lib", "build", cache: env_cache, env: env)
+      assert_equal ["", 0], [err, status.exitstatus], out
+      assert_match(/\Awritten #{Regexp.escape(given)}: /, out)
+      assert_equal %w[last_boot.json loadscan.cache], Dir.children(given).sort, "as a build without RUBYOPT"
+      refute File.exist?(env_cache), "LOADSCAN_CACHE_DIR untouched"
+      out, err, status = loadscan("--timeout", "30", "doctor", cache: env_cache, env: env, chdir: "#{dir}/app")
+      assert_equal [0, ""], [status.exitstatus, err], out # RUBYOPT sets loadscan up in its boot too
+      refute File.exist?(env_cache), "doctor wrote nothing"
+    end
+  end
+
+  # A path's bytes from a JSON string the CLI wrote: the lone surrogates U+DC80..U+DCFF (which
+  # Ruby's JSON parser leaves as their 3-byte forms, \xED\xB2\x80..\xED\xB3\xBF) back to bytes.
+  def fsencode(string)
+    string.b.gsub(/\xED[\xB2\xB3][\x80-\xBF]/n) { |s| ((((s.getbyte(1) & 0x3F) << 6) | (s.getbyte(2) & 0x3F)) - 0xC00).chr }
+  end
+
+  # Gone, or a zombie nobody reaped yet (within a few seconds of the kill).
+  def assert_dead(pid)
+    20.times do
+      stat = File.read("/proc/#{pid}/stat") rescue break # rubocop:disable Style/RescueModifier
+      break if stat[/\) (\S)/, 1] == "Z"
+
+      sleep 0.1
+    end
+    stat = File.read("/proc/#{pid}/stat") rescue nil # rubocop:disable Style/RescueModifier
+    assert stat.nil? || stat[/\) (\S)/, 1] == "Z", "process #{pid} still runs"
+  ensure
+    Process.kill(:KILL, pid) rescue nil # rubocop:disable Style/RescueModifier
   end
 
   # The command line parsed in process: Loadscan::CLI.new(argv, out:, err:, env:).run, with

@@ -47,11 +47,11 @@ class ConfigTest < Minitest::Test
 
   def test_each_bad_value_is_one_problem_and_the_default_applies
     BAD.each do |name, (value, message, attribute, default)|
-      env = { name => value }
+      env = { name => value, "HOME" => Dir.tmpdir } # a home: the default cache dir is one
       c = Loadscan::Config.new(env: name == "LOADSCAN_CACHE_DIR" ? env : { "LOADSCAN_CACHE_DIR" => "/tmp/c" }.merge(env))
       assert_equal 1, c.problems.size, "#{name}: #{c.problems.inspect}"
       assert_match message, c.problems.first
-      expected = default.nil? ? Loadscan::Config.new(env: {}).cache_dir : default
+      expected = default.nil? ? Loadscan::Config.new(env: { "HOME" => Dir.tmpdir }).cache_dir : default
       assert_equal expected, c.public_send(attribute), name
     end
   end
@@ -72,6 +72,26 @@ class ConfigTest < Minitest::Test
       c = Loadscan::Config.new(env: { "XDG_CACHE_HOME" => "#{home}/xdg", "HOME" => home })
       assert c.cache_dir.start_with?("#{home}/xdg/loadscan/"), c.cache_dir
       assert_nil Loadscan::Config.new(env: { "HOME" => "/nonexistent/home" }).cache_dir
+    end
+  end
+
+  # A user without a home (HOME unset, empty or `/`, as daemons and `env -i` run) and without
+  # XDG_CACHE_HOME has no cache dir, as documented: never `/.cache` (which root would create
+  # and anyone else be warned about on every run). Real boots as nobody, like stock's.
+  def test_no_home_means_no_cache
+    with_files([["e/a.rb", "$log << :a"]]) do |dir|
+      File.chmod(0o755, dir)
+      code = "$LOAD_PATH.unshift(#{"#{dir}/e".inspect}); $log = []; require 'a'; " \
+             "report('log' => $log, 'cache_dir' => defined?(Loadscan) && Loadscan.config.cache_dir)"
+      [nil, "", "/", "//"].each do |home|
+        env = { "HOME" => home, "XDG_CACHE_HOME" => nil, "LOADSCAN_CACHE_DIR" => nil, "BUNDLE_GEMFILE" => nil }
+        _, fast = assert_same_as_stock(code, env: env, as_nobody: true, only: %w[log])
+        assert_nil fast.report["cache_dir"], "HOME=#{home.inspect}: no cache dir"
+      end
+      Dir.mktmpdir do |home|
+        assert Loadscan::Config.new(env: { "HOME" => home }).cache_dir.start_with?("#{home}/.cache/loadscan/"), "a real home still has one"
+      end
+      assert_nil Loadscan::Config.new(env: { "HOME" => "/" }).cache_dir, "root's HOME=/ (a container) neither"
     end
   end
 

@@ -40,6 +40,18 @@ class NativeTest < Minitest::Test
     end
   end
 
+  # The build installs loadscan.<DLEXT> (`rake compile`, extconf.rb): `.bundle` on macOS. Here
+  # (Linux) a Ruby that says its DLEXT is `bundle` looks for that name, not for the `.so` beside.
+  def test_the_extension_is_looked_up_by_this_rubys_dlext
+    minor = RUBY_VERSION[/\A\d+\.\d+/]
+    code = "require #{File.join(Loadscan::TestSupport::LIB, "loadscan").inspect}; " \
+           "report([Loadscan::Native.available?, Loadscan::Native.load_error&.message])"
+    assert_equal [true, nil], run_ruby(code).report
+    bundle = run_ruby("RbConfig::CONFIG['DLEXT'] = 'bundle'\n#{code}").report
+    assert_equal [false, "no #{File.join(Loadscan::TestSupport::LIB, "loadscan", minor, "loadscan.bundle")} (run `rake compile` with this Ruby)"],
+                 bundle
+  end
+
   def test_disable_leaves_require_alone
     run = run_ruby(<<~RUBY, env: { "LOADSCAN_DISABLE" => "1" })
       require #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{cold, euid, me, policy, TempTree, ENV};
+use common::{cold, euid, is_root, me, policy, TempTree, ENV};
 use loadscan_core::{load, write_atomic, CacheDir, DirError, LoadError, TrustPolicy};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
@@ -88,13 +88,23 @@ fn a_cache_dir_is_used_only_when_no_one_else_can_change_it() {
     t.link("ok/rel", ".");
     assert!(CacheDir::open(&t.path("ok/rel/rel/cache"), uid).unwrap().is_some());
 
-    // Group- or world-writable without the sticky bit, the dir or one above it: refused.
+    // Group- or world-writable without the sticky bit, the dir or one above it: refused (for a
+    // group with other members: `users` here, which root can give; see the private group's test).
     for (dir, mode) in [("ok/cache", 0o775), ("ok/cache", 0o777), ("ok", 0o775)] {
+        if mode & 0o002 == 0 && !is_root() {
+            continue;
+        }
+        let gid = std::fs::metadata(t.path(dir)).unwrap().gid();
+        if mode & 0o002 == 0 {
+            std::os::unix::fs::chown(t.path(dir), None, Some(USERS_GID)).unwrap();
+        }
         chmod(&t.path(dir), mode);
         let why = refused(CacheDir::open(&t.path("ok/cache"), uid));
-        assert!(why.contains("writable by group or others"), "{dir} {mode:o}: {why}");
+        let expected = if mode & 0o002 == 0 { "writable by group users" } else { "writable by others" };
+        assert!(why.contains(expected), "{dir} {mode:o}: {why}");
         refused(CacheDir::open(&t.path("ok/cache/sub"), uid));
         chmod(&t.path(dir), 0o755);
+        std::os::unix::fs::chown(t.path(dir), None, Some(gid)).unwrap();
     }
     // Sticky, as /tmp: fine.
     chmod(&t.path("ok/cache"), 0o1777);
@@ -158,4 +168,89 @@ fn a_cache_dir_is_created_with_safe_modes_and_only_loadscan_files_are_replaced()
     let mut names: Vec<_> = std::fs::read_dir(t.path("a/b/cache")).unwrap().map(|e| e.unwrap().file_name()).collect();
     names.sort();
     assert_eq!(names, vec![std::ffi::OsString::from("loadscan.cache")]);
+}
+
+// ---- Group-writable directories: a user's private group, or a shared one ----
+
+/// Debian's `users` group: no account has it as its primary group here, so it is never private.
+const USERS_GID: u32 = 100;
+
+/// The test accounts, made once (idempotently) with the system's own tools: `loadscan-solo` with
+/// its private group (as `useradd` makes every user on Debian and Fedora), and `loadscan-mate1`,
+/// `loadscan-mate2` sharing the group `loadscan-team`. `None` (the test then skips) when they
+/// cannot be made: not root. Gives the solo user's uid and gid, mate1's uid and the team's gid.
+fn test_accounts() -> Option<(u32, u32, u32, u32)> {
+    static MADE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = MADE.lock().unwrap_or_else(|p| p.into_inner());
+    let run =
+        |cmd: &[&str]| std::process::Command::new(cmd[0]).args(&cmd[1..]).output().is_ok_and(|o| o.status.success());
+    let id = |flag: &str, name: &str| -> Option<u32> {
+        let out = std::process::Command::new("id").args([flag, name]).output().ok()?;
+        String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+    };
+    if id("-u", "loadscan-mate2").is_none() {
+        if !is_root() {
+            eprintln!("skipped: the test accounts (loadscan-solo, loadscan-mate1/2) exist only when made as root");
+            return None;
+        }
+        let _ = run(&["groupadd", "-f", "loadscan-team"]);
+        for (user, group) in [
+            ("loadscan-solo", None),
+            ("loadscan-mate1", Some("loadscan-team")),
+            ("loadscan-mate2", Some("loadscan-team")),
+        ] {
+            if id("-u", user).is_none() {
+                let mut cmd = vec!["useradd", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin"];
+                if let Some(g) = group {
+                    cmd.extend(["--groups", g]);
+                }
+                cmd.push(user);
+                assert!(run(&cmd), "useradd {user}");
+            }
+        }
+    }
+    Some((
+        id("-u", "loadscan-solo")?,
+        id("-g", "loadscan-solo")?,
+        id("-u", "loadscan-mate1")?,
+        gid_of("loadscan-team")?,
+    ))
+}
+
+fn gid_of(group: &str) -> Option<u32> {
+    let groups = std::fs::read_to_string("/etc/group").ok()?;
+    groups.lines().find(|l| l.split(':').next() == Some(group))?.split(':').nth(2)?.parse().ok()
+}
+
+#[test]
+fn a_group_writable_dir_is_trusted_only_when_its_group_is_the_users_private_group() {
+    let Some((solo, solo_gid, mate, team_gid)) = test_accounts() else { return };
+    let t = TempTree::new("usergroups");
+    chmod(&t.root, 0o755);
+    // An app as `rails new` makes it with umask 002: every directory mode 775, group the user's.
+    t.dir("app/tmp/cache");
+    for dir in ["app", "app/tmp", "app/tmp/cache"] {
+        std::os::unix::fs::chown(t.path(dir), Some(solo), Some(solo_gid)).unwrap();
+        chmod(&t.path(dir), 0o775);
+    }
+    let cache = t.path("app/tmp/cache/loadscan");
+    assert!(CacheDir::open(&t.path("app/tmp/cache"), solo).unwrap().is_some());
+    assert!(CacheDir::open(&cache, solo).unwrap().is_none(), "not there yet: everything above passed");
+    // Not private to another user: the mate may not trust the solo user's directories (nor
+    // would they, being owned by someone else).
+    assert!(refused(CacheDir::open(&t.path("app/tmp/cache"), mate)).contains("owned by uid"));
+
+    // The same app's tmp/ in a group the user shares with another: refused, naming the group.
+    for dir in ["app", "app/tmp"] {
+        std::os::unix::fs::chown(t.path(dir), Some(mate), Some(team_gid)).unwrap();
+        let why = refused(CacheDir::open(&t.path("app/tmp/cache"), mate));
+        assert!(why.contains("writable by group loadscan-team"), "{dir}: {why}");
+        assert!(why.contains(&format!("{}", t.path(dir).display())), "{dir}: {why}");
+        // Not group-writable: fine again.
+        chmod(&t.path(dir), 0o755);
+        std::os::unix::fs::chown(t.path(dir), Some(mate), Some(solo_gid)).unwrap();
+    }
+    // Others may write: refused whatever the group.
+    chmod(&t.path("app/tmp"), 0o777);
+    assert!(refused(CacheDir::open(&t.path("app/tmp/cache"), mate)).contains("writable by others"));
 }

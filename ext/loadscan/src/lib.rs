@@ -70,7 +70,7 @@ fn start(ruby: &Ruby, load_path: RArray, opts: RHash) -> Result<Option<String>, 
     ruby.get_inner(&HOOKS).store(1, start.on_defer)?;
     ruby.get_inner(&HOOKS).store(2, start.on_rescan)?;
     let raw = magnus::rb_sys::AsRawValue::as_raw(load_path);
-    Ok(resolver::start(raw, &start.dlext, start.policy, start.cache))
+    Ok(resolver::start(raw, &start.dlext, start.policy, start.cache, start.static_ext))
 }
 
 /// `save`: `:written`, `:clean` (nothing changed), `:skipped` (no cache), or the reason the

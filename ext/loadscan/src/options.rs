@@ -25,6 +25,7 @@ static ON_DEFER: LazyId = LazyId::new("on_defer");
 static ON_RESCAN: LazyId = LazyId::new("on_rescan");
 static IGNORE_NAMES: LazyId = LazyId::new("ignore_names");
 static IGNORE_PATHS: LazyId = LazyId::new("ignore_paths");
+static STATIC_EXT: LazyId = LazyId::new("static_ext");
 
 /// Interns every key (called from `init`, so that no later comparison can panic).
 pub fn intern(ruby: &Ruby) {
@@ -42,6 +43,7 @@ pub fn intern(ruby: &Ruby) {
         &ON_RESCAN,
         &IGNORE_NAMES,
         &IGNORE_PATHS,
+        &STATIC_EXT,
     ] {
         LazyId::force(id, ruby);
     }
@@ -59,10 +61,12 @@ pub struct Start {
     pub on_defer: Value,
     /// Called with `(roots_scanned, roots_refreshed, ms)` after syncs that scanned (nil: nobody).
     pub on_rescan: Value,
+    /// This Ruby links extensions in (`static_ext`): no miss is sure.
+    pub static_ext: bool,
 }
 
 /// Reads `{dlext:, threads:, cache_dir:, env_key:, uid:, validate:, stable_dirs:, lazy:,
-/// on_problems:, on_defer:, on_rescan:, ignore_names:, ignore_paths:}`; every key is optional (`uid` is required with a `cache_dir`).
+/// on_problems:, on_defer:, on_rescan:, ignore_names:, ignore_paths:, static_ext:}`; every key is optional (`uid` is required with a `cache_dir`).
 ///
 /// - `dlext` (String): native extensions' extension, empty or absent for the core's default;
 /// - `threads` (Integer): scan threads, 0 or absent for the core's default;
@@ -76,12 +80,14 @@ pub struct Start {
 /// - `on_defer` (callable or nil): see [`Start::on_defer`];
 /// - `on_rescan` (callable or nil): see [`Start::on_rescan`];
 /// - `ignore_names` (Array of String): directory names never listed (default `node_modules`);
-/// - `ignore_paths` (Array of String): absolute directories never listed.
+/// - `ignore_paths` (Array of String): absolute directories never listed;
+/// - `static_ext` (true/false, default false): this Ruby links extensions in (`EXTSTATIC`).
 pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
     let mut scan = ScanOptions::default();
     let mut validation = Validation::Mtime;
     let mut stable = Vec::new();
     let mut lazy = true;
+    let mut static_ext = false;
     let (mut dir, mut env, mut uid): (Option<PathBuf>, Vec<u8>, Option<u32>) = (None, Vec::new(), None);
     let mut on_problems = ruby.qnil().as_value();
     let mut on_defer = ruby.qnil().as_value();
@@ -121,6 +127,8 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
             stable = Vec::<String>::try_convert(value)?.into_iter().map(PathBuf::from).collect();
         } else if k == LAZY {
             lazy = value.to_bool();
+        } else if k == STATIC_EXT {
+            static_ext = value.to_bool();
         } else if k == IGNORE_NAMES {
             scan.skip_dirs = byte_strings(value)?;
         } else if k == IGNORE_PATHS {
@@ -149,7 +157,8 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
         }
     };
     let dlext = scan.dlext.clone();
-    Ok(Start { dlext, policy: SyncPolicy { scan, validation, stable }, cache, on_problems, on_defer, on_rescan })
+    let policy = SyncPolicy { scan, validation, stable };
+    Ok(Start { dlext, policy, cache, on_problems, on_defer, on_rescan, static_ext })
 }
 
 /// An Array of Strings as bytes (directory names need not be UTF-8).

@@ -14,6 +14,11 @@
 #   Bootsnap, Zeitwerk         Kernel#require (theirs) → Kernel#require_without_bootsnap /
 #                              zeitwerk_original_require (whatever was there before)
 #   --disable-gems             Kernel#require (C), Kernel.require (C)
+#   Ruby 3.4+, after the first `Ractor.new`
+#                              a module prepended to Kernel (`<RactorRequire>`) whose #require
+#                              sends a non-main Ractor's require to the main Ractor, which calls
+#                              `require` again; in the main Ractor it calls `super`: Kernel's own
+#                              bindings above, unchanged
 #
 # So loadscan takes the place of *every* binding of the C function in Kernel and in Kernel's
 # singleton class, whatever its name, and watches both for new ones (`bundler/setup` rebinding
@@ -80,8 +85,7 @@ module Loadscan
         @unsure = result == :unsure
         return unless result == :bypassed
 
-        culprit = Kernel.instance_method(:require).source_location&.join(":") || "a C function"
-        Warnings.once(:disengaged, "`require` no longer reaches loadscan: Kernel#require (#{culprit}) does not " \
+        Warnings.once(:disengaged, "`require` no longer reaches loadscan: #{require_chain} does not " \
                                    "call the require it replaced; set loadscan up after it")
       end
 
@@ -101,23 +105,69 @@ module Loadscan
       end
 
       def c_binding?(owner, name)
+        m = own_method(owner, name)
+        !m.nil? && m.original_name == :require && m.source_location.nil?
+      end
+
+      # `owner`'s own method `name`, past the modules prepended to `owner` (Ruby 3.4's
+      # `<RactorRequire>`, see the top of this file), or nil when `owner` has none.
+      def own_method(owner, name)
         m = owner.instance_method(name)
-        m.owner == owner && m.original_name == :require && m.source_location.nil?
+        unless m.owner == owner
+          prepended = owner.ancestors.take_while { |mod| !mod.equal?(owner) }
+          m = m.super_method while m && prepended.include?(m.owner)
+        end
+        m if m&.owner == owner
       rescue NameError
-        false
+        nil
+      end
+
+      # The `require` methods a plain `require` runs through in Kernel, outermost first:
+      # `Kernel#require (app.rb:3)`, or `<RactorRequire>#require (<internal:ractor>:909) →
+      # Kernel#require (a C function)` behind a prepended module.
+      def require_chain
+        chain = []
+        m = Kernel.instance_method(:require)
+        while m
+          chain << "#{m.owner.inspect}#require (#{m.source_location&.join(":") || "a C function"})"
+          break if m.owner == Kernel
+
+          m = m.super_method
+        end
+        chain.join(" → ")
       end
 
       # Replaces `owner`'s `name` by the decorator, keeping its visibility. Without the warning
       # Ruby gives under -W for a replaced C function: stock Ruby prints none.
+      #
+      # Behind a module prepended to `owner` that defines `name` too (Ruby 3.4's `<RactorRequire>`),
+      # Ruby 3.4 invalidates its method caches for the prepended module's method only, so its
+      # `super` (already called: every require since the first `Ractor.new`) would keep reaching
+      # the replaced C function. Those definitions step aside while the binding is replaced (and
+      # its visibility set), and are put back, the same methods: then the caches see the change.
       def take(owner, name)
-        visibility = owner.private_method_defined?(name, false) ? :private : :public
+        visibility = owner.private_instance_methods(false).include?(name) ? :private : :public
+        aside = prepended_definitions(owner, name)
         verbose, $VERBOSE = $VERBOSE, nil
         begin
+          aside.each { |mod, _, _| mod.send(:remove_method, name) }
           owner.send(:define_method, name, DECORATOR)
+          owner.send(visibility, name)
         ensure
+          aside.each { |mod, method, vis| mod.send(:define_method, name, method) && mod.send(vis, name) }
           $VERBOSE = verbose
         end
-        owner.send(visibility, name)
+      end
+
+      # `[module, method, visibility]` for each module prepended to `owner` that defines `name`.
+      def prepended_definitions(owner, name)
+        owner.ancestors.take_while { |mod| !mod.equal?(owner) }.filter_map do |mod|
+          if mod.private_method_defined?(name, false)
+            [mod, mod.instance_method(name), :private]
+          elsif mod.method_defined?(name, false)
+            [mod, mod.instance_method(name), mod.protected_method_defined?(name, false) ? :protected : :public]
+          end
+        end
       end
 
       # :reached when the probe arrives through both `require` and `Kernel.require`; :bypassed

@@ -16,6 +16,16 @@ pub enum Want {
     Ext,
 }
 
+impl Want {
+    /// Whether a Ruby that links extensions in (`--with-static-linked-ext`) may provide this
+    /// spelling with no file anywhere: when its search finds nothing, `load.c` looks the feature
+    /// up in its table of linked-in extensions (`foo.so` for a bare `foo`, the name as written
+    /// otherwise, all registered as `….so`), except for a `.rb` spelling.
+    pub fn may_be_static_ext(self) -> bool {
+        self != Want::Rb
+    }
+}
+
 /// A feature parsed for lookup: the canonical stem (relative path without extension).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Query<'a> {

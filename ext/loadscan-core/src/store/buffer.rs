@@ -38,7 +38,8 @@ impl Deref for Bytes {
     }
 }
 
-/// Files from this size on are read into a prefaulted mapping.
+/// Files from this size on are read into a prefaulted mapping (Linux).
+#[cfg(target_os = "linux")]
 const MAPPED_FROM: usize = 256 << 10;
 
 /// Reads exactly `len` bytes of `file` (its size from `fstat`).

@@ -6,7 +6,9 @@
 //! followed. Anything else is refused: the boot then runs without a cache. Without these
 //! checks, another user who can create a directory or a symlink on the way (`/tmp/cache`, the
 //! default for a program run from `/`) could make loadscan read and overwrite a file of the
-//! victim's choosing. What is done inside it is in `file.rs`.
+//! victim's choosing. A group-writable directory whose group is the user's private group (no
+//! other member: Debian's and Fedora's default for what a user creates) is not shared, and is
+//! accepted (`private_group.rs`). What is done inside it is in `file.rs`.
 
 use rustix::fs::{Mode, Uid};
 use std::fmt;
@@ -14,6 +16,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::error::DirError;
+use super::private_group::{group_name, is_private_group};
 
 /// An opened, checked cache directory.
 pub struct CacheDir {
@@ -50,15 +53,27 @@ pub(super) fn trusted_owner(uid: u32, euid: u32) -> bool {
     uid == euid || uid == Uid::ROOT.as_raw()
 }
 
-/// Whether a directory with this owner and mode may hold (or lead to) the cache of `euid`.
-fn dir_refusal(shown: &Path, uid: u32, mode: Mode, euid: u32) -> Option<String> {
+/// Whether a directory with this owner, group and mode may hold (or lead to) the cache of
+/// `euid`. Group-writable is fine when the group is `euid`'s private group (`private_group.rs`).
+fn dir_refusal(shown: &Path, (uid, gid): (u32, u32), mode: Mode, euid: u32) -> Option<String> {
     if !trusted_owner(uid, euid) {
         return Some(format!("{} is owned by uid {uid}, not by root or uid {euid}", shown.display()));
     }
-    if mode.intersects(Mode::WGRP | Mode::WOTH) && !mode.contains(Mode::SVTX) {
-        return Some(format!("{} is writable by group or others (mode {:o})", shown.display(), mode.bits()));
+    if mode.contains(Mode::SVTX) || !mode.intersects(Mode::WGRP | Mode::WOTH) {
+        return None;
     }
-    None
+    let bits = (mode & (Mode::RWXU | Mode::RWXG | Mode::RWXO)).bits();
+    if mode.contains(Mode::WOTH) {
+        return Some(format!("{} is writable by others (mode {bits:o})", shown.display()));
+    }
+    if is_private_group(gid, euid) {
+        return None;
+    }
+    let group = group_name(gid).map_or(format!("gid {gid}"), |name| format!("{name} (gid {gid})"));
+    Some(format!(
+        "{} is writable by group {group}, which is not a private group of uid {euid} alone (mode {bits:o})",
+        shown.display()
+    ))
 }
 
 #[cfg(target_os = "linux")]
@@ -81,7 +96,7 @@ mod sys {
 
     fn check_dir(fd: &OwnedFd, shown: &Path, euid: u32) -> Result<(), DirError> {
         let st = rustix::fs::fstat(fd).map_err(io::Error::from)?;
-        match dir_refusal(shown, st.st_uid, Mode::from_raw_mode(st.st_mode), euid) {
+        match dir_refusal(shown, (st.st_uid, st.st_gid), Mode::from_raw_mode(st.st_mode), euid) {
             Some(why) => Err(refused(why)),
             None => Ok(()),
         }
@@ -202,7 +217,7 @@ mod portable {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 
     fn check(md: &std::fs::Metadata, shown: &Path, euid: u32) -> Result<(), DirError> {
-        match dir_refusal(shown, md.uid(), Mode::from_bits_truncate(md.mode() as _), euid) {
+        match dir_refusal(shown, (md.uid(), md.gid()), Mode::from_bits_truncate(md.mode() as _), euid) {
             Some(why) => Err(DirError::Refused(why)),
             None => Ok(()),
         }

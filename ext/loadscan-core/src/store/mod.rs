@@ -46,6 +46,7 @@ mod error;
 mod file;
 mod format;
 mod layout;
+mod private_group;
 mod snapshot;
 mod validate;
 

@@ -53,13 +53,22 @@ pub(super) struct State {
     /// Roots scanned and refreshed, and the time it took, by syncs since the last report
     /// (`counters::take_rescan`): scans a `$LOAD_PATH` change made during the boot.
     pub(super) rescanned: Option<(usize, usize, Duration)>,
+    /// This Ruby links extensions in (`RbConfig::CONFIG["EXTSTATIC"] == "static"`): a miss may
+    /// be one of them, which only Ruby's own search finds, so no miss is sure.
+    pub(super) static_ext: bool,
 }
 
 pub(super) static STATE: Mutex<Option<State>> = Mutex::new(None);
 
 /// Starts following `load_path` (drops any earlier state). With a cache, its snapshot serves
 /// the roots it knows; the answer is why an existing cache was not used (for a warning).
-pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<Cache>) -> Option<String> {
+pub fn start(
+    load_path: VALUE,
+    dlext: &[u8],
+    policy: SyncPolicy,
+    cache: Option<Cache>,
+    static_ext: bool,
+) -> Option<String> {
     mark_main_ractor();
     let started = Instant::now();
     let (index, warning, usable) = match &cache {
@@ -82,6 +91,7 @@ pub fn start(load_path: VALUE, dlext: &[u8], policy: SyncPolicy, cache: Option<C
         fresh_roots: 0,
         scans: 0,
         rescanned: None,
+        static_ext,
     };
     counters::reset();
     *STATE.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
@@ -133,8 +143,8 @@ impl State {
         let q = self.index.parse(feature).ok_or(Reason::NotFeature)?;
         let located = locate(&mut self.index, &q);
         self.absorb_lazy();
-        let index = &self.index;
-        let found = settle(located, || without_gvl(|| index.confirm_missing(&q.stem)))?;
+        let (index, linked_in) = (&self.index, self.static_ext && q.want.may_be_static_ext());
+        let found = settle(located, || !linked_in && without_gvl(|| index.confirm_missing(&q.stem)))?;
         Ok((q.want, found.map(|(root, kind)| (index.path_of(root, &q.stem, kind), kind))))
     }
 

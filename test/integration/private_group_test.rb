@@ -1,0 +1,109 @@
+# frozen_string_literal: true
+
+require_relative "../test_helper"
+require "etc"
+
+# A developer's own account on Debian, Ubuntu or Fedora (issue 17): a private group per user and
+# umask 002, so `rails new` makes the app and its tmp/ mode 775. As such a user (made with
+# `useradd --user-group`, as those systems make every user), an app made that way uses its cache
+# in tmp/cache/loadscan with no warning; with tmp/ in a group the user shares with another, one
+# warning and no cache, and the boot is still stock's. Needs root to make the accounts and act
+# as them (`setpriv`, as `as_nobody:` does).
+class PrivateGroupTest < Minitest::Test
+  SETUP = Loadscan::TestSupport::RubyProcess::SETUP
+  SOLO = "loadscan-solo" # and its private group
+  TEAM = "loadscan-team" # shared by loadscan-mate1 and loadscan-mate2
+
+  def setup
+    skip "needs root to make test accounts and act as them" unless Process.euid.zero?
+    ensure_accounts
+  end
+
+  # The test accounts, made once, idempotently (the core's cache_dir test makes the same ones).
+  def ensure_accounts
+    system("groupadd", "-f", TEAM, exception: true)
+    [[SOLO, nil], ["loadscan-mate1", TEAM], ["loadscan-mate2", TEAM]].each do |user, group|
+      next if system("id", "-u", user, out: File::NULL, err: File::NULL)
+
+      system("useradd", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", *(["--groups", group] if group),
+             user, exception: true)
+    end
+  end
+
+  # Runs `argv` as SOLO, with its groups and umask 002; returns [stdout, stderr, status].
+  def as_solo(*argv, chdir:)
+    Open3.capture3({ "RUBYOPT" => nil, "RUBYLIB" => nil, "HOME" => chdir, "LOADSCAN_CACHE_DIR" => nil },
+                   "setpriv", "--reuid=#{SOLO}", "--regid=#{SOLO}", "--init-groups",
+                   "sh", "-c", 'umask 002 && exec "$@"', "sh", *argv, chdir: chdir)
+  end
+
+  # The app's boot (config/boot.rb, as in Rails: loadscan set up from config/): prints its
+  # requires' results and $LOADED_FEATURES, and the cache's figures, as JSON.
+  BOOT = <<~RUBY
+    $LOAD_PATH.unshift(File.expand_path("../lib", __dir__), File.expand_path("../app/models", __dir__))
+    require #{SETUP.inspect} unless ENV["LOADSCAN_TEST_STOCK"]
+    results = %w[thing models/widget widget nope].map { |f| begin; require(f); rescue LoadError => e; e.message; end }
+    require "json"
+    stats = defined?(Loadscan) && Loadscan.active? ? Loadscan.stats.slice(:roots_from_cache, :roots_scanned) : nil
+    features = $LOADED_FEATURES.reject { |f| f.start_with?(#{File.join(Loadscan::TestSupport::LIB, "loadscan").inspect}) }
+    puts JSON.generate("results" => results, "features" => features, "stats" => stats)
+  RUBY
+
+  # An app made as SOLO with umask 002, as `rails new` makes one: every directory mode 775.
+  def with_app
+    Dir.mktmpdir("loadscan-usergroups") do |top|
+      File.chmod(0o755, top)
+      staged = File.join(top, "staged")
+      make_tree(staged, [["config/boot.rb", BOOT], ["lib/thing.rb", "THING = 1"], ["app/models/widget.rb", "WIDGET = 1"],
+                         ["tmp/.keep", ""]])
+      FileUtils.chmod_R("a+rX", staged)
+      home = File.join(top, "home")
+      Dir.mkdir(home, 0o750)
+      FileUtils.chown(SOLO, SOLO, home)
+      # mkdir as Rails does (mode 0777 less the umask); the files copied in.
+      _, err, status = as_solo("sh", "-c", "cd ../staged && find . -type d -exec mkdir -p ../home/app/{} ';' && " \
+                                           "find . -type f -exec cp {} ../home/app/{} ';'", chdir: home)
+      assert status.success?, err
+      app = File.join(home, "app")
+      assert_equal 0o775, File.stat(File.join(app, "tmp")).mode & 0o777, "umask 002 makes tmp/ 775"
+      yield app
+    end
+  end
+
+  def boot(app, stock: false)
+    argv = ["env", *("LOADSCAN_TEST_STOCK=1" if stock), RbConfig.ruby, File.join(app, "config", "boot.rb")]
+    out, err, status = as_solo(*argv, chdir: app)
+    assert status.success?, err
+    [JSON.parse(out), err]
+  end
+
+  def test_the_users_private_group_may_write_the_apps_dirs
+    with_app do |app|
+      stock, = boot(app, stock: true)
+      _, cold_err = boot(app)
+      warm, warm_err = boot(app)
+      assert_empty cold_err
+      assert_empty warm_err
+      assert_equal [stock["results"], stock["features"]], [warm["results"], warm["features"]]
+      cache = File.join(app, "tmp", "cache", "loadscan", "loadscan.cache")
+      assert File.file?(cache), "the cache was written"
+      assert_equal Etc.getpwnam(SOLO).uid, File.stat(cache).uid
+      assert_operator warm["stats"]["roots_from_cache"], :>=, 2, warm.inspect
+      assert_equal 0, warm["stats"]["roots_scanned"], warm.inspect
+    end
+  end
+
+  def test_a_group_shared_with_another_user_is_refused_with_one_warning
+    with_app do |app|
+      FileUtils.chown(nil, TEAM, File.join(app, "tmp")) # a group with two other members
+      stock, = boot(app, stock: true)
+      2.times do
+        fast, err = boot(app)
+        assert_equal [stock["results"], stock["features"]], [fast["results"], fast["features"]]
+        assert_equal 1, err.lines.size, err
+        assert_match(%r{\Aloadscan: not using the cache dir .*/tmp/cache/loadscan: .*/tmp is writable by group #{TEAM} }, err)
+        refute File.exist?(File.join(app, "tmp", "cache")), "no cache written"
+      end
+    end
+  end
+end
