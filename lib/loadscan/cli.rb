@@ -18,6 +18,7 @@ module Loadscan
       "stats" => "the figures of the app's last boot (requires answered, left to Ruby and why, cache use)",
       "problems" => "paths the scanner leaves to Ruby (loops, unreadable dirs, …)",
       "clear" => "delete the cache file",
+      "install" => "set this app up: Gemfile, config/boot.rb (Bootsnap keeps its compile cache only); shows the diff",
     }.freeze
 
     # How long `doctor` lets the app's boot run, in seconds, unless --timeout says otherwise.
@@ -33,6 +34,7 @@ module Loadscan
       @err = err
       @env = env
       @json = false
+      @dry_run = false
       @dirs = []
       @options = {}
       @timeout = DOCTOR_TIMEOUT
@@ -73,6 +75,7 @@ module Loadscan
           @options[:cache_dir] = File.expand_path(d)
         end
         o.on("--json", "print JSON") { @json = true }
+        o.on("--dry-run", "install: show the changes, write nothing") { @dry_run = true }
         o.on("--timeout SECONDS", Float, "doctor: how long the app's boot may take (default #{DOCTOR_TIMEOUT})") do |t|
           raise Usage, "--timeout needs a number of seconds above 0" unless t.positive? && t.finite?
 
@@ -267,6 +270,23 @@ module Loadscan
 
     # The name loadscan gives its cache file (an old `index` may be another tool's: left alone).
     CACHE_FILE = Loadscan::CACHE_FILES.first
+
+    def cmd_install(_args)
+      require_relative "installer"
+      installer = Installer.new(Dir.pwd)
+      changes = installer.changes.select(&:changed?)
+      installer.write(changes) unless @dry_run
+      data = { "dry_run" => @dry_run, "changed" => changes.map(&:path), "diff" => changes.map(&:diff).join }
+      summary = if changes.empty? then "nothing to change: loadscan is set up in Gemfile and config/boot.rb"
+                elsif @dry_run then "--dry-run: nothing written"
+                else "changed #{data["changed"].join(", ")}#{data["changed"].include?("Gemfile") ? "; now run `bundle install`" : ""}"
+                end
+      emit(data) { |d| [*d["diff"].lines.map(&:chomp), summary] }
+      0
+    rescue Installer::Refused, SystemCallError => e
+      @err.puts("loadscan install: #{e.message}")
+      1
+    end
 
     def cmd_doctor(_args)
       require_relative "doctor"

@@ -65,6 +65,7 @@ class CLIGoldenTest < Minitest::Test
       ["doctor --json, boot without loadscan", %w[--json doctor], { chdir: "bare" }],
       ["stats", %w[stats]], ["stats --json", %w[--json stats]],
       ["clear", %w[clear]], ["clear, nothing left", %w[clear]], ["clear --json", %w[--json clear]],
+      ["install, no Gemfile", %w[install --dry-run], { chdir: "bare" }],
     ]
   end
 

@@ -37,6 +37,8 @@ class NativeTest < Minitest::Test
       assert run.success?, run.stderr
       assert_equal [false, true], run.report
       assert_equal 1, run.stderr.scan(/loadscan: native extension could not be loaded/).size, run.stderr
+      # A precompiled gem on a Ruby it holds no build for: the way out is named.
+      assert_match(/no build for Ruby #{Regexp.escape(RUBY_VERSION)} .*`gem install loadscan --platform ruby`/, run.stderr)
     end
   end
 

@@ -54,16 +54,23 @@ module Loadscan
       end
 
       # Writes a Gemfile (`gems`, those this Ruby unbundled, plus loadscan from this checkout, as
-      # the README's Gemfile line says) and locks it offline.
+      # the README's Gemfile line says, or with `installed: true` the loadscan gem installed where
+      # `extra_env`'s GEM_PATH says) and locks it offline.
       # A Rails app requires loadscan's railtie (rake tasks), as the README says.
-      def lock(app, gems, require_as: false)
+      def lock(app, gems, require_as: false, installed: false, extra_env: {}, bundle: [File.join(BINDIR, "bundle")])
         File.write(File.join(app, "Gemfile"), <<~RUBY)
           source "https://rubygems.org"
           #{(gems | unbundled_gems).map { |g| "gem #{g.inspect}" }.join("\n")}
-          gem "loadscan", path: #{ROOT.inspect}, require: #{require_as.inspect}
+          gem "loadscan", #{installed ? "" : "path: #{ROOT.inspect}, "}require: #{require_as.inspect}
         RUBY
-        run = RubyProcess.run_ruby(command: [File.join(BINDIR, "bundle"), "lock", "--local"], env: env(app).merge("BUNDLE_FROZEN" => nil),
-                                   chdir: app, timeout: 600)
+        bundle_lock(app, extra_env, bundle: bundle)
+      end
+
+      # `bundle lock --local` of the app's Gemfile (`extra_env` as for `lock`; `bundle`: the
+      # command, another Ruby's under qemu for the aarch64 gem).
+      def bundle_lock(app, extra_env = {}, bundle: [File.join(BINDIR, "bundle")])
+        run = RubyProcess.run_ruby(command: [*bundle, "lock", "--local"],
+                                   env: env(app).merge("BUNDLE_FROZEN" => nil).merge(extra_env), chdir: app, timeout: 600)
         raise "bundle lock --local failed in #{app}:\n#{run.stdout}#{run.stderr}" unless run.success?
       end
 
@@ -74,10 +81,11 @@ module Loadscan
       # Where loadscan/setup goes is BOOT_ORDER: "after" (the README's way), "before" (by
       # absolute path, ahead of Bundler) or "none" (the caller set Bundler up). BOOT_EARLY is
       # loaded first, BOOT_PRELUDE after both setups.
-      def plain_app(dir)
+      # (`installed:`, `extra_env:` and `bundle:` as for `lock`; `gems:` those the Ruby booting it has.)
+      def plain_app(dir, installed: false, extra_env: {}, gems: self.gems, bundle: [File.join(BINDIR, "bundle")])
         app = File.join(dir, "plain")
         FileUtils.mkdir_p(app)
-        lock(app, gems)
+        lock(app, gems, installed: installed, extra_env: extra_env, bundle: bundle)
         File.write(File.join(app, "boot.rb"), <<~RUBY)
           load ENV["BOOT_EARLY"] if ENV["BOOT_EARLY"]
           order = ENV.fetch("BOOT_ORDER")
@@ -104,15 +112,7 @@ module Loadscan
       # installed, plus `gem "loadscan", path: …`, and `require "loadscan/setup"` in
       # config/boot.rb after `require "bundler/setup"`, as the README says.
       def rails_app(dir)
-        rails = File.join(BINDIR, "rails")
-        return nil unless File.executable?(rails)
-
-        run = RubyProcess.run_ruby(command: [rails, "new", "railsapp", "--minimal", "--skip-bundle", "--skip-git",
-                                             "--skip-javascript", "--skip-webpack-install"],
-                                   env: env(dir).merge("BUNDLE_GEMFILE" => nil), chdir: dir, timeout: 600)
-        raise "rails new failed:\n#{run.stdout}#{run.stderr}" unless run.success?
-
-        app = File.join(dir, "railsapp")
+        app = rails_new(dir) or return nil
         lock(app, %w[rails sqlite3 puma listen bootsnap], require_as: "loadscan/railtie")
         boot = File.join(app, "config", "boot.rb")
         # loadscan as the README says; Bootsnap's compile cache beside it when LOADSCAN_TEST_BOOTSNAP
@@ -127,6 +127,20 @@ module Loadscan
           end
         RUBY
         app
+      end
+
+      # `rails new --minimal --skip-bundle` (Debian's Rails, offline) in dir/railsapp, as generated;
+      # nil where this Ruby has no Rails.
+      def rails_new(dir)
+        rails = File.join(BINDIR, "rails")
+        return nil unless File.executable?(rails)
+
+        run = RubyProcess.run_ruby(command: [rails, "new", "railsapp", "--minimal", "--skip-bundle", "--skip-git",
+                                             "--skip-javascript", "--skip-webpack-install"],
+                                   env: env(dir).merge("BUNDLE_GEMFILE" => nil), chdir: dir, timeout: 600)
+        raise "rails new failed:\n#{run.stdout}#{run.stderr}" unless run.success?
+
+        File.join(dir, "railsapp")
       end
 
       # What each boot reports (Marshal'd to LOADSCAN_TEST_REPORT).

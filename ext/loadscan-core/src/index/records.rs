@@ -2,7 +2,19 @@
 //! snapshot where the snapshot speaks for it, with what this process listed since.
 
 use super::{Index, Life, RootId, NOT_ON_PATH};
+use crate::scan::Listing;
 use crate::store::RootRecord;
+
+/// A stable root is revalidated by its top directory alone (its other records serve
+/// `Index::confirm_missing`): an unsettled directory anywhere in it (unreadable, or holding a
+/// dangling `*.rb` symlink) unsettles the top one, so the next boot scans the root again.
+fn unsettle_top(listing: &mut Listing) {
+    if listing.dirs.iter().any(|d| d.stamp.is_unsettled()) {
+        if let Some(top) = listing.dirs.first_mut().filter(|d| d.rel.is_empty()) {
+            top.stamp = top.stamp.unsettled();
+        }
+    }
+}
 
 impl Index {
     /// Every live root as a record to write, dropping roots that are not on the current load
@@ -48,8 +60,7 @@ impl Index {
             if let Some(mut listing) = listing {
                 listing.normalize();
                 if !r.volatile {
-                    // A stable root is only ever checked at its top directory.
-                    listing.dirs.retain(|d| d.rel.is_empty());
+                    unsettle_top(&mut listing);
                 }
                 out.push(RootRecord { listing, volatile: r.volatile, scanned_at_ns: r.scanned_at_ns, last_used_s });
             }

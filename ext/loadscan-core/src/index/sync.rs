@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 
 use super::{bytes, is_under, now_ns, path_of_bytes, Index, Life, RootId};
 use crate::scan::{refresh, scan_roots, DirRecord, ScanOptions, ScanProblem};
-use crate::store::{changed, check_root, Freshness, RootView, Validation};
+use crate::store::{check_root, stamp_differs, Freshness, RootView, Validation};
 
 /// Fewer checks than this per thread are not worth starting a thread for (see `check_roots`).
 const STATS_PER_THREAD: usize = 1024;
@@ -65,8 +65,8 @@ impl Index {
             if let Life::Cached { slot, revalidated: false, .. } = root.life {
                 let volatile = !is_stable(path, policy);
                 if volatile && !root.volatile {
-                    // Cached as stable (only its top directory recorded): cannot be checked
-                    // directory by directory.
+                    // Cached as stable (checked at its top directory alone, so its deeper
+                    // records may be stale): cannot be checked directory by directory.
                     to_scan.push(path.clone());
                 } else {
                     to_check.push((id, slot, volatile, path));
@@ -153,18 +153,20 @@ impl Index {
         })
     }
 
-    /// Whether a miss that [`Index::locate`] found still holds on disk. Roots whose contents can
-    /// change while the process runs (volatile ones: the application's own directories) are
-    /// checked with one `stat` each, of the directory where `stem` would be: it must not exist
+    /// Whether a miss that [`Index::locate`] found still holds on disk. Every root on the load
+    /// path is checked with one `stat` of the directory where `stem` would be: it must not exist
     /// (then neither does the file), or be the very directory that was listed, unchanged since
-    /// (same device, inode, mtime and size, and not changed within `RACY_NS` of the listing).
-    /// Anything else — a directory that appeared, changed, or cannot be asked — is `false`:
-    /// Ruby's own search decides. Stable roots (installed gems, Ruby's own directories) are not
-    /// asked: nothing is installed into them while a program runs (README, Limits).
+    /// (same device, inode, mtime and size, not changed within `RACY_NS` of the listing, and
+    /// settled: no dangling symlink in it whose target may have appeared). Anything else — a
+    /// directory that appeared, changed, holds a dangling symlink or cannot be asked — is
+    /// `false`: Ruby's own search decides. Stable roots are asked too: a stable root is
+    /// revalidated at boot by its top directory alone, so a file added deeper in an installed
+    /// gem (`bundle open`, a distribution update) shows only here. A miss is rare and raises;
+    /// hits never pay for this.
     pub fn confirm_missing(&self, stem: &[u8]) -> bool {
         let rel = stem.iter().rposition(|&c| c == b'/').map_or(&stem[..0], |i| &stem[..i]);
         self.roots.iter().enumerate().all(|(id, root)| {
-            if !root.volatile || root.is_retired() || self.ranked(id as RootId).is_none() {
+            if root.is_retired() || self.ranked(id as RootId).is_none() {
                 return true;
             }
             let mut dir = root.path.clone();
@@ -178,9 +180,9 @@ impl Index {
                 // file in it fails the same way.
                 Err(_) => true,
                 Ok(md) if !md.is_dir() => true,
-                Ok(_) => self
-                    .dir_record(id as RootId, rel)
-                    .is_some_and(|rec| !changed(dir, &rec, Validation::Mtime, root.scanned_at_ns)),
+                Ok(md) => {
+                    self.dir_record(id as RootId, rel).is_some_and(|rec| !stamp_differs(&md, &rec, root.scanned_at_ns))
+                }
             }
         })
     }

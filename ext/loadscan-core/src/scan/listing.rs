@@ -26,6 +26,27 @@ pub struct DirStamp {
     pub size: u64,
 }
 
+impl DirStamp {
+    /// The mtime recorded for an *unsettled* directory: one whose listing can go stale without
+    /// the directory itself changing — it could not be listed (unreadable: its contents are a
+    /// blind spot), or it holds an entry that could not be identified (a dangling symlink named
+    /// like a loadable file, whose target may appear at any time, or an entry that could not be
+    /// `stat`ed). No directory has this
+    /// mtime, so every revalidation counts it as changed: it is listed again on the next boot,
+    /// and a miss there is never sure (`Index::confirm_missing`).
+    pub const UNSETTLED_NS: i64 = i64::MIN;
+
+    /// Whether this is the stamp of an unsettled directory ([`DirStamp::UNSETTLED_NS`]).
+    pub fn is_unsettled(&self) -> bool {
+        self.mtime_ns == Self::UNSETTLED_NS
+    }
+
+    /// This stamp, marked unsettled (identity kept: the loop check and mount detection use it).
+    pub fn unsettled(self) -> DirStamp {
+        DirStamp { mtime_ns: Self::UNSETTLED_NS, ..self }
+    }
+}
+
 /// A directory that was listed, relative to the scanned root (`""` is the root itself).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DirRecord {
@@ -36,6 +57,16 @@ pub struct DirRecord {
     /// Order-independent digest of its entries' names and types (`LOADSCAN_VALIDATE=listing`
     /// compares this instead of the stamp, so a fresh checkout with new mtimes stays valid).
     pub digest: u64,
+}
+
+impl DirRecord {
+    /// The record of a directory that could not be listed: unsettled, with its identity if a
+    /// `stat` still tells it (zeros otherwise), so the next boot tries it again.
+    pub(crate) fn unlisted(rel: Vec<u8>, path: &std::path::Path) -> DirRecord {
+        use std::os::unix::fs::MetadataExt;
+        let (dev, ino) = std::fs::metadata(path).map_or((0, 0), |md| (md.dev(), md.ino()));
+        DirRecord { rel, stamp: DirStamp { dev, ino, mtime_ns: 0, size: 0 }.unsettled(), digest: 0 }
+    }
 }
 
 /// A loadable file: its path relative to the root without the extension, and its kind.
@@ -126,7 +157,8 @@ pub struct Listing {
     pub state: RootState,
     /// Loadable files, sorted by stem then kind.
     pub files: Vec<FileEntry>,
-    /// Directories listed, sorted by relative path (for revalidation).
+    /// Directories listed, sorted by relative path (for revalidation); one that could not be
+    /// listed, or holds a dangling `*.rb` symlink, is recorded unsettled ([`DirStamp::UNSETTLED_NS`]).
     pub dirs: Vec<DirRecord>,
     /// Directories whose contents are not fully known, sorted.
     pub blind: Vec<Vec<u8>>,

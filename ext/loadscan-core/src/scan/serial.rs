@@ -60,6 +60,7 @@ fn visit(
     let md = match std::fs::metadata(dir) {
         Ok(md) => md,
         Err(e) => {
+            out.dirs.push(DirRecord::unlisted(rel.clone(), dir));
             out.blind.push(rel);
             problems.push(ScanProblem { kind: ProblemKind::Unreadable, path: dir.to_path_buf(), error: Some(e) });
             return;
@@ -79,12 +80,13 @@ fn visit(
     let entries = match std::fs::read_dir(dir).and_then(|it| it.collect::<io::Result<Vec<_>>>()) {
         Ok(entries) => entries,
         Err(e) => {
+            out.dirs.push(DirRecord::unlisted(rel.clone(), dir));
             out.blind.push(rel);
             problems.push(ScanProblem { kind: ProblemKind::Unreadable, path: dir.to_path_buf(), error: Some(e) });
             return;
         }
     };
-    let stamp = DirStamp {
+    let mut stamp = DirStamp {
         dev: md.dev(),
         ino: md.ino(),
         mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
@@ -101,6 +103,16 @@ fn visit(
         let name = crate::hash::stable_hash(e.file_name().as_bytes());
         acc.wrapping_add(name.wrapping_add(tag.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
     });
+    // A dangling symlink named like a loadable file, or an entry that cannot be asked: the
+    // listing can go stale unnoticed.
+    let unsettles = |e: &std::fs::DirEntry| match std::fs::metadata(e.path()) {
+        Ok(_) => false,
+        Err(err) if errno::not_found(&err) || errno::is_loop(&err) => opts.classify(e.file_name().as_bytes()).is_some(),
+        Err(_) => true,
+    };
+    if entries.iter().any(unsettles) {
+        stamp = stamp.unsettled();
+    }
     out.dirs.push(DirRecord { rel: rel.clone(), stamp, digest });
     let mut subdirs: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     for entry in entries {

@@ -121,6 +121,8 @@ impl Walk<'_> {
             state: None,
         };
         let mut digest = 0u64;
+        // An entry that may become loadable without this directory changing (see `DirStamp`).
+        let mut unsettled = false;
         let mut subdirs: Vec<Vec<u8>> = Vec::new();
         let problem = |kind, path: PathBuf, error: Option<io::Error>| ScanProblem { kind, path, error };
 
@@ -166,9 +168,13 @@ impl Walk<'_> {
                 }
                 Entry::Ignore => {}
                 Entry::Dangling(e) => {
+                    // Named like a loadable file: its target may appear. (Any other name matters
+                    // only as a directory, which `Index::confirm_missing` sees appear.)
+                    unsettled |= self.opts.classify(name).is_some();
                     out.problems.push(problem(ProblemKind::Dangling, path.join(OsStr::from_bytes(name)), Some(e)));
                 }
                 Entry::Unknown(e) => {
+                    unsettled = true;
                     out.blind.push(child_rel(&job.rel, name));
                     out.problems.push(problem(ProblemKind::Unreadable, path.join(OsStr::from_bytes(name)), Some(e)));
                 }
@@ -188,6 +194,7 @@ impl Walk<'_> {
                         // of the directory is unknown.
                         let kind = if absent || not_dir { ProblemKind::Vanished } else { ProblemKind::Unreadable };
                         out.blind.push(job.rel.clone());
+                        out.dir = Some(DirRecord::unlisted(job.rel.clone(), &path));
                         out.problems.push(problem(kind, path, Some(e)));
                         if top {
                             out.state = Some(RootState::Dir);
@@ -200,7 +207,7 @@ impl Walk<'_> {
         if job.rel.is_empty() {
             out.state = Some(RootState::Dir);
         }
-        let stamp = listed.stamp;
+        let stamp = if unsettled { listed.stamp.unsettled() } else { listed.stamp };
         let id = (stamp.dev, stamp.ino);
         // Names that fold case, or a cut loop: nothing listed here counts, Ruby answers below.
         let unusable = match () {

@@ -56,5 +56,5 @@ pub use error::{DirError, LoadError};
 pub use file::{load, write_atomic, TrustPolicy, MAX_FILE_LEN};
 pub use format::{bound_dead_roots, encode, RootRecord, DEAD_ROOTS_MIN, FORMAT_VERSION};
 pub use snapshot::{RootView, Snapshot};
-pub(crate) use validate::changed;
+pub(crate) use validate::stamp_differs;
 pub use validate::{check_root, Freshness, Validation, RACY_NS};

@@ -44,23 +44,29 @@ pub enum Freshness {
 }
 
 /// Whether the directory `dir` differs from its record (or was racy when recorded: changed
-/// within `RACY_NS` of `scanned_at_ns`, so a change in the same mtime tick could be missed).
-pub(crate) fn changed(dir: &Path, rec: &DirRecord, mode: Validation, scanned_at_ns: i64) -> bool {
+/// within `RACY_NS` of `scanned_at_ns`, so a change in the same mtime tick could be missed; or
+/// is unsettled, [`crate::DirStamp::UNSETTLED_NS`]: its listing can go stale unnoticed).
+fn changed(dir: &Path, rec: &DirRecord, mode: Validation, scanned_at_ns: i64) -> bool {
+    if rec.stamp.is_unsettled() {
+        return true;
+    }
     match mode {
-        Validation::Mtime => match std::fs::metadata(dir) {
-            Ok(md) => {
-                let mtime = md.mtime() * 1_000_000_000 + md.mtime_nsec();
-                let s = &rec.stamp;
-                (md.dev(), md.ino(), mtime, md.size()) != (s.dev, s.ino, s.mtime_ns, s.size)
-                    || s.mtime_ns.saturating_add(RACY_NS) >= scanned_at_ns
-            }
-            Err(_) => true,
-        },
+        Validation::Mtime => std::fs::metadata(dir).map_or(true, |md| stamp_differs(&md, rec, scanned_at_ns)),
         Validation::Listing => !matches!(dir_digest(dir), Ok(d) if d == rec.digest),
     }
 }
 
-/// Checks one root of a snapshot. `volatile` roots are checked directory by directory.
+/// [`changed`] by mtime, given the directory's `stat` already made.
+pub(crate) fn stamp_differs(md: &std::fs::Metadata, rec: &DirRecord, scanned_at_ns: i64) -> bool {
+    let mtime = md.mtime() * 1_000_000_000 + md.mtime_nsec();
+    let s = &rec.stamp;
+    s.is_unsettled()
+        || (md.dev(), md.ino(), mtime, md.size()) != (s.dev, s.ino, s.mtime_ns, s.size)
+        || s.mtime_ns.saturating_add(RACY_NS) >= scanned_at_ns
+}
+
+/// Checks one root of a snapshot. `volatile` roots are checked directory by directory; stable
+/// ones by their top directory alone (the records below it serve `Index::confirm_missing`).
 pub fn check_root(snapshot: &Snapshot, root: &RootView<'_>, volatile: bool, mode: Validation) -> Freshness {
     let path = root.path_buf();
     match root.state {
@@ -78,17 +84,22 @@ pub fn check_root(snapshot: &Snapshot, root: &RootView<'_>, volatile: bool, mode
         }
         RootState::Dir => {}
     }
+    if !volatile {
+        // Records are sorted, the top directory first; none at all: a root never listed (ignored,
+        // case-folding), as before.
+        return match snapshot.dirs(root).next() {
+            None => Freshness::Fresh,
+            Some(Some(top)) if top.rel.is_empty() && !changed(&path, &top, mode, root.scanned_at_ns) => {
+                Freshness::Fresh
+            }
+            Some(_) => Freshness::Rescan,
+        };
+    }
     let mut out = Vec::new();
     for rec in snapshot.dirs(root) {
         let Some(rec) = rec else { return Freshness::Rescan };
-        if !volatile && !rec.rel.is_empty() {
-            continue;
-        }
         let dir = if rec.rel.is_empty() { path.clone() } else { path.join(std::ffi::OsStr::from_bytes(&rec.rel)) };
         if changed(&dir, &rec, mode, root.scanned_at_ns) {
-            if !volatile {
-                return Freshness::Rescan;
-            }
             out.push(rec.rel);
         }
     }

@@ -137,7 +137,7 @@ impl State {
     }
 
     /// Where `feature` is, as Ruby's search would find it now: its file, `None` for a miss the
-    /// index is sure of (every volatile root asked, `Index::confirm_missing`), or why Ruby's own
+    /// index is sure of (every root asked, `Index::confirm_missing`), or why Ruby's own
     /// search must answer. The one lookup behind `require`, `resolve_feature_path` and `lookup`.
     pub(super) fn find(&mut self, feature: &[u8]) -> Result<Lookup, Reason> {
         let q = self.index.parse(feature).ok_or(Reason::NotFeature)?;

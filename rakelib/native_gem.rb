@@ -1,0 +1,128 @@
+# frozen_string_literal: true
+
+require "rubygems/package"
+require "fileutils"
+require "open3"
+require "tmpdir"
+
+# Precompiled ("native") gems: one .gem per platform holding `lib/loadscan/<minor>/loadscan.so`
+# for every Ruby it supports and no extension to build, so RubyGems and Bundler install it in
+# seconds without Rust (`rake native`; README, "Install"). The source gem stays the fallback.
+module NativeGem
+  ROOT = File.expand_path("..", __dir__)
+  # The x86_64 matrix: each Ruby's bin dir (LOADSCAN_NATIVE_RUBIES, colon-separated, to override).
+  RUBIES = ENV.fetch("LOADSCAN_NATIVE_RUBIES", "/usr/bin:/opt/rubies/ruby-3.3.8/bin:/opt/rubies/ruby-3.4.5/bin").split(":")
+  # Debian's arm64 Ruby 3.1 (bin/setup unpacks it), run under qemu-user: rb-sys asks it for the
+  # target's RbConfig (headers and flags of the aarch64 build, from ruby3.1-dev:arm64).
+  AARCH64_RUBY = ENV.fetch("LOADSCAN_AARCH64_RUBY", "/opt/rubies/ruby-3.1-arm64/usr/bin/ruby3.1")
+  AARCH64_TARGET = "aarch64-unknown-linux-gnu"
+  # The minors between two shipped ones (3.2 between 3.1 and 3.3) are excluded release by
+  # release: RubyGems ANDs requirements, so a gap is `!= 3.2.0`, `!= 3.2.1`, …; 3.2 is
+  # end-of-life and had far fewer releases than this.
+  GAP_RELEASES = 20
+  # The oldest glibc the gems support (README, "Install"): a library needing a newer symbol
+  # version fails the build. 2.34 is where the pthread_* functions moved into libc (LOADSCAN_GLIBC_FLOOR
+  # to check against another).
+  GLIBC_FLOOR = ENV.fetch("LOADSCAN_GLIBC_FLOOR", "2.34")
+  # Where the gems go (LOADSCAN_NATIVE_PKG to put them elsewhere, as the tests do).
+  PKG = ENV.fetch("LOADSCAN_NATIVE_PKG", File.join(ROOT, "pkg"))
+
+  # One library of a native gem: the Ruby minor it was built for, and the built file.
+  Build = Struct.new(:minor, :library)
+
+  module_function
+
+  def capture(*cmd)
+    out, status = Open3.capture2(*cmd)
+    raise "#{cmd.join(" ")} failed" unless status.success?
+
+    out
+  end
+
+  def minor_of(*ruby) = capture(*ruby, "--disable-gems", "-e", 'print RUBY_VERSION[/\A\d+\.\d+/]')
+
+  # The host's libraries: `rake compile` with each Ruby of the matrix (its own cargo target dir,
+  # target/ruby-<minor>, so a warm one rebuilds nothing).
+  def host_builds
+    path = ENV.fetch("PATH").split(":").grep_v(%r{\A/opt/rubies/})
+    RUBIES.map do |bin|
+      ruby = File.join(bin, "ruby")
+      raise "no Ruby at #{ruby} (LOADSCAN_NATIVE_RUBIES lists the matrix's bin dirs)" unless File.executable?(ruby)
+
+      env = { "PATH" => [bin, *path].join(":"), "CARGO_TARGET_DIR" => nil, "RUBYOPT" => nil, "RUBYLIB" => nil }
+      system(env, ruby, "-S", "rake", "compile", chdir: ROOT, exception: true)
+      minor = minor_of(ruby)
+      Build.new(minor, File.join(ROOT, "lib", "loadscan", minor, "loadscan.so"))
+    end
+  end
+
+  # aarch64, cross-built: cargo for the aarch64 target, linked by Debian's cross gcc, against the
+  # RbConfig of Debian's arm64 Ruby (a wrapper runs it under qemu-user for rb-sys).
+  def aarch64_builds
+    raise "no aarch64 Ruby at #{AARCH64_RUBY} (bin/setup unpacks Debian's)" unless File.executable?(AARCH64_RUBY)
+
+    wrapper = File.join(ROOT, "tmp", "native", "ruby-aarch64")
+    FileUtils.mkdir_p(File.dirname(wrapper))
+    File.write(wrapper, "#!/bin/sh\nexec qemu-aarch64-static #{AARCH64_RUBY} \"$@\"\n")
+    File.chmod(0o755, wrapper)
+    minor = minor_of(wrapper)
+    target_dir = File.join(ROOT, "target", "aarch64-ruby-#{minor}")
+    env = { "RUBY" => wrapper, "CARGO_TARGET_DIR" => target_dir,
+            "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER" => "aarch64-linux-gnu-gcc" }
+    system(env, "cargo", "build", "--release", "--locked", "-p", "loadscan", "--target", AARCH64_TARGET,
+           chdir: ROOT, exception: true)
+    [Build.new(minor, File.join(target_dir, AARCH64_TARGET, "release", "libloadscan.so"))]
+  end
+
+  # RubyGems installs the gem only on the Rubies it holds a library for: from the lowest minor to
+  # below the one after the highest, minus the gaps. Any other Ruby gets the source gem.
+  def ruby_requirement(minors)
+    versions = minors.map { |m| Gem::Version.new(m) }.sort
+    low, high = versions.first.segments, versions.last.segments
+    gaps = (low[1]..high[1]).map { |minor| "#{low[0]}.#{minor}" } - minors
+    [">= #{versions.first}", "< #{high[0]}.#{high[1] + 1}",
+     *gaps.flat_map { |gap| Array.new(GAP_RELEASES) { |patch| "!= #{gap}.#{patch}" } }]
+  end
+
+  # The highest GLIBC_ symbol version the libraries need: the oldest glibc they load on.
+  def glibc_floor(libraries)
+    libraries.flat_map { |lib| capture("readelf", "--version-info", "--wide", lib).scan(/GLIBC_(\d+(?:\.\d+)+)/) }
+             .flatten.max_by { |v| Gem::Version.new(v) }
+  end
+
+  # Writes pkg/loadscan-<version>-<platform>.gem from a staging copy of the gemspec's files minus
+  # the Rust sources, plus the stripped libraries; prints its size and glibc floor. Returns its path.
+  def package(platform, builds, strip:)
+    Dir.mktmpdir("loadscan-native") { |stage| package_in(stage, platform, builds, strip) }
+  end
+
+  def package_in(stage, platform, builds, strip)
+    # (A copy: RubyGems caches loaded specs, and this one is changed below.)
+    spec = Dir.chdir(ROOT) { Gem::Specification.load("loadscan.gemspec") }.dup
+    files = spec.files.grep_v(%r{\A(ext/|Cargo\.)})
+    files.each do |f|
+      FileUtils.mkdir_p(File.dirname(File.join(stage, f)))
+      FileUtils.cp(File.join(ROOT, f), File.join(stage, f), preserve: true)
+    end
+    builds.each do |build|
+      rel = "lib/loadscan/#{build.minor}/loadscan.so"
+      FileUtils.mkdir_p(File.dirname(File.join(stage, rel)))
+      capture(strip, "--strip-unneeded", "-o", File.join(stage, rel), build.library)
+      files << rel
+    end
+    spec.platform = Gem::Platform.new(platform)
+    spec.extensions = []
+    spec.files = files.sort
+    spec.required_ruby_version = ruby_requirement(builds.map(&:minor))
+    floor = glibc_floor(builds.map(&:library))
+    if Gem::Version.new(floor) > Gem::Version.new(GLIBC_FLOOR)
+      raise "the #{platform} libraries need glibc #{floor}, above the supported floor #{GLIBC_FLOOR} (README, \"Install\")"
+    end
+    FileUtils.mkdir_p(PKG)
+    out = File.join(PKG, spec.file_name)
+    Dir.chdir(stage) { Gem::Package.build(spec, false, false, out) }
+    puts format("%s: %.1f MB (Ruby %s), needs glibc >= %s", out.delete_prefix("#{ROOT}/"), File.size(out) / 1e6,
+                builds.map(&:minor).join(", "), floor)
+    out
+  end
+end

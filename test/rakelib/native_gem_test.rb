@@ -1,0 +1,30 @@
+# frozen_string_literal: true
+
+require_relative "../test_helper"
+require_relative "../../rakelib/native_gem"
+
+# The Rubies a precompiled gem admits (required_ruby_version, as RubyGems checks it) and its
+# glibc floor, as `rake native` computes them.
+class NativeGemRequirementTest < Minitest::Test
+  def admits(minors)
+    requirement = Gem::Requirement.new(NativeGem.ruby_requirement(minors))
+    %w[3.0.7 3.1.0 3.1.7 3.2.0 3.2.9 3.2.19 3.3.0 3.3.8 3.4.5 3.4.9 3.5.0 4.0.0].select do |v|
+      requirement.satisfied_by?(Gem::Version.new(v))
+    end
+  end
+
+  def test_exactly_the_minors_it_holds
+    assert_equal %w[3.1.0 3.1.7 3.3.0 3.3.8 3.4.5 3.4.9], admits(%w[3.1 3.3 3.4])
+    assert_equal %w[3.1.0 3.1.7], admits(%w[3.1])
+    assert_equal %w[3.3.0 3.3.8 3.4.5 3.4.9], admits(%w[3.4 3.3])
+  end
+
+  def test_glibc_floor_of_a_built_library
+    library = File.join(Loadscan::TestSupport::ROOT, "lib", "loadscan", RUBY_VERSION[/\A\d+\.\d+/], "loadscan.so")
+    skip "no #{library} (rake compile)" unless File.file?(library) && RUBY_PLATFORM.include?("linux")
+
+    floor = NativeGem.glibc_floor([library])
+    assert_match(/\A2\.\d+\z/, floor)
+    refute_operator Gem::Version.new(floor), :>, Gem::Version.new(NativeGem::GLIBC_FLOOR)
+  end
+end
