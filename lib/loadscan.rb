@@ -49,6 +49,7 @@ module Loadscan
       start_index
       require_relative "loadscan/core_ext/kernel"
       require_relative "loadscan/core_ext/load_path"
+      require_relative "loadscan/core_ext/process"
       unless CoreExt.attach
         Native.stop
         Warnings.once(:disengaged, "Ruby's own require is bound nowhere in Kernel (something replaced every " \
@@ -56,6 +57,7 @@ module Loadscan
         return false
       end
       CoreExt::LoadPath.attach
+      CoreExt::Fork.attach
       install_at_exit_save
       @active = true
       CoreExt.check

@@ -8,6 +8,7 @@ require_relative "../support/bundler_app"
 # most requires, and warm boots must make at most a tenth of stock's failed `openat` calls.
 class BundlerTest < Minitest::Test
   App = Loadscan::TestSupport::BundlerApp
+  include App::NeedsRails
 
   # Apps are made once per run (bundle lock, rails new) and shared by the tests, which only
   # read them (each boot gets its own cache dir).
@@ -77,8 +78,7 @@ class BundlerTest < Minitest::Test
   end
 
   def test_rails_runner
-    app = self.class.apps[:rails]
-    skip "no Rails for #{RUBY_VERSION} here (Debian's Rails and its native gems are built for Ruby 3.1)" unless app
+    app = rails_app!(self.class.apps[:rails])
 
     code = App::REPORT
     cmd = [App::RUBY, "bin/rails", "runner", code]
@@ -101,8 +101,8 @@ class BundlerTest < Minitest::Test
   # The README's migration from Bootsnap: its compile cache beside loadscan, in a Rails app. Both
   # caches are used (Bootsnap's directory fills; loadscan answers), and the boot is stock's.
   def test_rails_with_bootsnaps_compile_cache
-    app = self.class.apps[:rails]
-    skip "no Rails for #{RUBY_VERSION} here (Debian's Rails and its native gems are built for Ruby 3.1)" unless app
+    bootsnap!
+    app = rails_app!(self.class.apps[:rails])
 
     cmd = [App::RUBY, "bin/rails", "runner", App::REPORT]
     Dir.mktmpdir("loadscan-bootsnap") do |tmp|

@@ -119,4 +119,20 @@ class EdgeCasesTest < Minitest::Test
       assert_equal "#{dir}/f/dir.rb", stock.report["results"][0][1][1]
     end
   end
+
+  # Issue 20, item 8. `require "foo.so"` (or `.o`) that no entry has as a native extension is
+  # searched again as a bare feature: `foo.so.rb` in any entry, then `foo.so.so` (load.c's
+  # `search_required` falls through); `foo.rb` has no second search.
+  def test_native_extension_names_fall_back_to_a_bare_search
+    with_files([["e/foo.so.rb", "$foo = :e"], ["f/foo.so.rb", "$foo = :f"], ["f/bar.o.rb", "$bar = true"],
+                ["e/sub/baz.so.rb", ""], ["f/qux.rb.rb", ""]]) do |dir|
+      # Not just written (a directory changed within the racy window is asked again), so that a
+      # miss of `foo.so` is sure and the bare search is the index's too.
+      old = Time.now - 60
+      Dir.glob("#{dir}/**/").each { |d| File.utime(old, old, d) }
+      _, fast = assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})",
+                                   %w[foo.so bar.o sub//baz.so nope.so qux.rb foo.so]))
+      assert_operator fast.report["stats"][:hits], :>=, 3, fast.report["stats"].inspect
+    end
+  end
 end

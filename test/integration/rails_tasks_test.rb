@@ -7,6 +7,7 @@ require_relative "../support/bundler_app"
 # offline), with loadscan in the Gemfile as the README says: `require: "loadscan/railtie"`.
 class RailsTasksTest < Minitest::Test
   App = Loadscan::TestSupport::BundlerApp
+  include App::NeedsRails
 
   def rails(app, *args, env: {})
     run = run_ruby(command: [App::RUBY, "bin/rails", *args], loadscan: nil, chdir: app, timeout: 120,
@@ -21,7 +22,7 @@ class RailsTasksTest < Minitest::Test
 
   def test_loadscan_clear_and_tmp_clear
     Dir.mktmpdir("loadscan-rails-tasks") do |dir|
-      app = App.rails_app(dir) or skip "Debian's rails is not installed"
+      app = rails_app!(App.rails_app(dir))
       default = File.join(app, "tmp/cache/loadscan")
 
       out, = rails(app, "-T", "loadscan")

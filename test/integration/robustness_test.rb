@@ -238,4 +238,133 @@ class RobustnessTest < Minitest::Test
       assert_same_as_stock(code, ruby_opts: ["--disable-gems"])
     end
   end
+
+  # Issue 20, item 5. While `$LOAD_PATH` is unchanged, Ruby expands again only what is not an
+  # absolute String: with a Pathname or a relative entry present, an absolute entry through a
+  # switched `current` symlink keeps its release until `$LOAD_PATH` changes (or, for a relative
+  # entry, until the current directory does).
+  def test_deploy_symlink_switched_with_a_pathname_or_relative_entry
+    with_files([["releases/A/lib/one.rb", "$one = :A"], ["releases/B/lib/one.rb", "$one = :B"],
+                ["releases/A/lib/two.rb", "$two = :A"], ["releases/B/lib/two.rb", "$two = :B"],
+                ["releases/A/lib/three.rb", "$three = :A"], ["releases/B/lib/three.rb", "$three = :B"],
+                ["releases/A/lib/boot.rb", ""], ["p/.keep", ""]]) do |dir|
+      current = "#{dir}/current"
+      {
+        "pathname" => [%(Pathname(#{"#{dir}/p".inspect}), #{"#{current}/lib".inspect}), "/"],
+        "relative" => [%("p", #{"#{current}/lib".inspect}), "/"],
+        "relative through the link" => [%("p", "current/lib"), dir],
+      }.each do |label, (entries, away)|
+        code = <<~RUBY
+          require "pathname"
+          File.unlink(#{current.inspect}) if File.symlink?(#{current.inspect})
+          File.symlink("releases/A", #{current.inspect})
+          Dir.chdir(#{dir.inspect})
+          $LOAD_PATH.unshift(#{entries})
+          require "boot"
+          File.symlink("releases/B", #{"#{dir}/next".inspect})
+          File.rename(#{"#{dir}/next".inspect}, #{current.inspect})
+          one = [require("one"), $one, $LOAD_PATH.resolve_feature_path("one")]
+          Dir.chdir(#{away.inspect}) { require "two" }
+          three = [require("three"), $three, $LOAD_PATH.resolve_feature_path("three")]
+          report("one" => one, "two" => $two, "three" => three, "loaded_features" => $LOADED_FEATURES.dup)
+        RUBY
+        stock, = assert_same_as_stock(code)
+        assert_equal :A, stock.report["one"][1], label
+      end
+    end
+  end
+
+  # Issue 20, item 2. An entry reached through a relative (`../`) symlink, with a Pathname
+  # entry that makes every require check the load path: re-requires and load-path changes cost
+  # what they cost stock Ruby (they grew without bound: 1,000 re-requires took 4.5 s, the next
+  # 1,000 11 s).
+  def test_relative_symlink_with_a_pathname_entry_stays_as_fast_as_stock
+    with_files([["shared/lib/x.rb", ""], ["app/vendor", :symlink, "../shared"], ["p/.keep", ""]]) do |dir|
+      code = <<~RUBY
+        require "pathname"
+        $LOAD_PATH.unshift(#{"#{dir}/app/vendor/lib".inspect}, Pathname(#{"#{dir}/p".inspect}))
+        require "x"
+        clock = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }
+        t = clock.call
+        1000.times { require "x" }
+        first = clock.call - t
+        t = clock.call
+        1000.times { require "x" }
+        second = clock.call - t
+        t = clock.call
+        200.times { |i| $LOAD_PATH << #{"#{dir}/app/vendor/g".inspect} + i.to_s; require "x" }
+        growing = clock.call - t
+        report("times" => [first, second, growing], "loaded_features" => $LOADED_FEATURES.dup)
+      RUBY
+      stock, fast = assert_same_as_stock(code, only: [])
+      stock.report["times"].zip(fast.report["times"], %w[first second growing]).each do |s, f, what|
+        assert_operator f, :<, (5 * s) + 0.5, "#{what}: #{f.round(3)} s against stock's #{s.round(3)} s"
+      end
+    end
+  end
+
+  # Issue 20, item 7. A fork while another thread holds loadscan's state (here: in an entry's
+  # `to_path`, which runs under the state lock and sleeps, GVL released): the child must not
+  # inherit a lock held by a thread it does not have, and keeps answering from the index.
+  def test_fork_while_another_thread_holds_the_state
+    with_files([["a/first.rb", ""], ["a/in_child.rb", "$in_child = true"]]) do |dir|
+      code = ENTRY + <<~RUBY
+        $LOAD_PATH.unshift(#{"#{dir}/a".inspect})
+        started = Queue.new
+        thread = Thread.new do
+          $LOAD_PATH.unshift(Entry.new(#{"#{dir}/none".inspect}) { started << 1; sleep 0.5 })
+          require "first"
+        end
+        started.pop
+        reader, writer = IO.pipe
+        pid = fork do
+          r = require "in_child"
+          stats = defined?(Loadscan) ? Loadscan.stats : {}
+          writer.write(Marshal.dump([r, $in_child, stats.nil?, stats&.dig(:hits)]))
+          writer.close
+          exit!(0)
+        end
+        writer.close
+        child = Marshal.load(reader.read)
+        Process.wait(pid)
+        thread.join
+        report("child" => child.first(3), "hits" => child[3], "status" => $?.exitstatus,
+               "loaded_features" => $LOADED_FEATURES.dup)
+      RUBY
+      stock, fast = run_both(code)
+      assert_equal [true, true, false], stock.report["child"]
+      assert_equal stock.report["child"], fast.report["child"], "the child's Loadscan.stats were nil: its state was locked"
+      assert_operator fast.report["hits"], :>=, 1, "the child did not answer from the index"
+      assert_same_loaded_features(stock.report["loaded_features"], fast.report["loaded_features"])
+    end
+  end
+
+  # Issue 20, item 14. The strings loadscan builds have the encodings Ruby's own give: a miss's
+  # `LoadError#message` is ASCII-8BIT for an ASCII feature (the feature's encoding otherwise),
+  # and a found path is in the file system's encoding for a binary or US-ASCII feature, so it is
+  # `==` to `File.expand_path` of the file (the feature's encoding otherwise).
+  def test_encodings_of_messages_and_paths_as_in_stock
+    with_files([["a/found.rb", ""], ["a/café.rb", ""]]) do |dir|
+      code = <<~RUBY
+        $LOAD_PATH.unshift(#{"#{dir}/a".inspect})
+        features = ["found", "café"].product(%w[BINARY US-ASCII UTF-8 ISO-8859-1]).map do |f, enc|
+          f.dup.force_encoding(enc)
+        end.reject { |f| !f.valid_encoding? }
+        paths = features.map do |f|
+          path = $LOAD_PATH.resolve_feature_path(f)[1]
+          [f.encoding.name, path.encoding.name, path == File.expand_path(#{"#{dir}/a/".inspect} + f.b + ".rb")]
+        end
+        messages = ["nope", "nopé", "nopé".b, "nope".encode("US-ASCII")].map do |f|
+          require f
+        rescue LoadError => e
+          [f.encoding.name, e.message.encoding.name, e.message.b]
+        end
+        require "found".b
+        report("paths" => paths, "messages" => messages, "last" => $LOADED_FEATURES.last.encoding.name,
+               "loaded_features" => $LOADED_FEATURES.dup)
+      RUBY
+      stock, = assert_same_as_stock(code)
+      assert_includes stock.report["paths"], ["ASCII-8BIT", "UTF-8", true]
+    end
+  end
 end

@@ -19,13 +19,21 @@ module Loadscan
       # pure-Ruby ones when they are put on GEM_PATH (shared/rubies/README.md).
       DEBIAN_GEMS = "/usr/share/rubygems-integration/all"
 
-      # Gems every Ruby here has (pure Ruby), and native ones Debian built for its own Ruby.
+      # Gems every Ruby here has (pure Ruby), and native ones Debian built for its own Ruby (and
+      # bin/setup-rails-gems for the others).
       COMMON_GEMS = %w[activesupport rack thor rake builder erubi i18n tzinfo].freeze
       NATIVE_GEMS = %w[nokogiri sqlite3].freeze
       # What those gems require (ActiveSupport 6.1) that Ruby 3.4 moved out of its default gems:
       # under Bundler they load only when the Gemfile names them, so there the apps' Gemfiles do,
       # as a user's must (shared/rubies/README.md). 3.4 has them as bundled gems.
       UNBUNDLED_IN_34 = %w[base64 bigdecimal mutex_m drb].freeze
+      # What bin/setup-rails-gems built for this Ruby (a GEM_HOME per Ruby; `.complete` when done).
+      BUILT_GEMS = File.join(ENV["LOADSCAN_GEM_CACHE"] || File.join(ENV["XDG_CACHE_HOME"] || File.join(Dir.home, ".cache"),
+                                                                     "loadscan", "rails-gems"),
+                             File.basename(RbConfig::CONFIG["prefix"]))
+      # A `rails new --minimal` app's frameworks (its config/application.rb), for a Gemfile without
+      # `gem "rails"`, whose actioncable needs nio4r and websocket-driver (not built here).
+      RAILS_FRAMEWORKS = %w[railties activerecord actionpack actionview activemodel activesupport sprockets-rails].freeze
 
       module_function
 
@@ -34,19 +42,55 @@ module Loadscan
         Gem.default_path.include?(DEBIAN_GEMS)
       end
 
+      def built_gems?
+        File.file?(File.join(BUILT_GEMS, ".complete"))
+      end
+
+      # A Ruby bin/setup-rails-gems builds for (/opt/rubies/ruby-X.Y.Z): there, Rails tests that
+      # find no gems fail rather than skip.
+      def built_gems_expected?
+        RbConfig::CONFIG["prefix"].match?(%r{\A/opt/rubies/ruby-[0-9.]+\z})
+      end
+
+      # Whether this Ruby's processes see `name` (Debian's for Debian's Ruby, else one built here).
+      def gem?(name)
+        return Gem::Specification.find_all_by_name(name).any? if debian_ruby?
+
+        built_gems? && !Dir[File.join(BUILT_GEMS, "specifications", "#{name}-[0-9]*.gemspec")].empty?
+      end
+
+      # Why this Ruby has no Rails app here, or nil when it has one.
+      def no_rails
+        if debian_ruby?
+          "Debian's rails is not installed" unless gem?("rails")
+        elsif Dir[File.join(DEBIAN_GEMS, "specifications", "railties-*.gemspec")].empty?
+          "Debian's rails is not installed"
+        elsif !built_gems?
+          "no gems with native code for Ruby #{RUBY_VERSION} in #{BUILT_GEMS} (bin/setup builds them)"
+        end
+      end
+
       # What every process of an app needs in its environment: this Ruby's tools first on PATH,
-      # and on a non-Debian Ruby, Debian's pure-Ruby gems on GEM_PATH.
+      # and on a non-Debian Ruby, the gems built for it and Debian's pure-Ruby gems on GEM_PATH.
       def env(app)
         env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile"), "PATH" => "#{BINDIR}:#{ENV.fetch("PATH")}",
                 "RUBYOPT" => nil, "RUBYLIB" => nil, "BUNDLE_FROZEN" => "true", "BUNDLE_APP_CONFIG" => File.join(app, ".bundle") }
         unless debian_ruby?
-          env["GEM_PATH"] = [Gem.default_dir, DEBIAN_GEMS].join(File::PATH_SEPARATOR)
+          env["GEM_PATH"] = [Gem.default_dir, (BUILT_GEMS if built_gems?), DEBIAN_GEMS].compact.join(File::PATH_SEPARATOR)
         end
         env
       end
 
       def gems
-        debian_ruby? ? COMMON_GEMS + NATIVE_GEMS : COMMON_GEMS
+        debian_ruby? || built_gems? ? COMMON_GEMS + NATIVE_GEMS : COMMON_GEMS
+      end
+
+      # The Rails app's Gemfile: a generated one's gems where all are installed (Debian's Ruby),
+      # else its frameworks, with Bootsnap where it was built.
+      def rails_gems
+        return %w[rails sqlite3 puma listen bootsnap] if debian_ruby?
+
+        RAILS_FRAMEWORKS + %w[sqlite3 listen] + (gem?("bootsnap") ? %w[bootsnap] : [])
       end
 
       def unbundled_gems
@@ -108,12 +152,12 @@ module Loadscan
         app
       end
 
-      # `rails new --minimal` (Debian's Rails, offline), its Gemfile reduced to what is
-      # installed, plus `gem "loadscan", path: …`, and `require "loadscan/setup"` in
-      # config/boot.rb after `require "bundler/setup"`, as the README says.
+      # `rails new --minimal` (Debian's Rails, offline; nil when `no_rails`), its Gemfile reduced
+      # to what is installed (rails_gems), plus `gem "loadscan", path: …`, and
+      # `require "loadscan/setup"` in config/boot.rb after `require "bundler/setup"`, as the README says.
       def rails_app(dir)
         app = rails_new(dir) or return nil
-        lock(app, %w[rails sqlite3 puma listen bootsnap], require_as: "loadscan/railtie")
+        lock(app, rails_gems, require_as: "loadscan/railtie")
         boot = File.join(app, "config", "boot.rb")
         # loadscan as the README says; Bootsnap's compile cache beside it when LOADSCAN_TEST_BOOTSNAP
         # is set (README, "Coming from Bootsnap"), in the stock boot too.
@@ -132,11 +176,12 @@ module Loadscan
       # `rails new --minimal --skip-bundle` (Debian's Rails, offline) in dir/railsapp, as generated;
       # nil where this Ruby has no Rails.
       def rails_new(dir)
-        rails = File.join(BINDIR, "rails")
-        return nil unless File.executable?(rails)
+        return nil if no_rails
 
-        run = RubyProcess.run_ruby(command: [rails, "new", "railsapp", "--minimal", "--skip-bundle", "--skip-git",
-                                             "--skip-javascript", "--skip-webpack-install"],
+        # railties' `rails` executable, as its binstub runs it (other Rubies have no binstub).
+        rails = [RUBY, "-e", 'load Gem.bin_path("railties", "rails")', "--"]
+        run = RubyProcess.run_ruby(command: rails + %w[new railsapp --minimal --skip-bundle --skip-git
+                                                       --skip-javascript --skip-webpack-install],
                                    env: env(dir).merge("BUNDLE_GEMFILE" => nil), chdir: dir, timeout: 600)
         raise "rails new failed:\n#{run.stdout}#{run.stderr}" unless run.success?
 
@@ -163,6 +208,27 @@ module Loadscan
         raise "#{cmd.join(" ")} reported nothing in #{app}:\n#{run.stderr}" unless run.report
 
         run
+      end
+
+      # For the tests that boot the Rails app. Where this Ruby has none, or no Bootsnap, they fail
+      # on a Ruby that bin/setup provides them for (so bin/test cannot pass by skipping), and skip
+      # elsewhere.
+      module NeedsRails
+        def rails_app!(app)
+          return app if app
+
+          reason = BundlerApp.no_rails
+          flunk "#{reason}: run bin/setup" if BundlerApp.debian_ruby? || BundlerApp.built_gems_expected?
+          skip reason
+        end
+
+        # Debian's bootsnap for its Ruby; none for the others (bin/setup-rails-gems: no source).
+        def bootsnap!
+          return if BundlerApp.gem?("bootsnap")
+
+          flunk "Debian's bootsnap is not installed: run bin/setup" if BundlerApp.debian_ruby?
+          skip "no Bootsnap for Ruby #{RUBY_VERSION}: its C code has no Debian source to build from here (bin/setup-rails-gems)"
+        end
       end
     end
   end

@@ -22,8 +22,8 @@
 
 pub use hash::stable_hash;
 pub use index::{
-    resolve, settle, Explanation, Index, LazyStats, Lister, Located, Lookup, Query, Reason, Resolved, RootId,
-    SyncPolicy, SyncReport, Want, PROBE,
+    resolve, settle, settle_in_turn, Explanation, Index, LazyStats, Lister, Located, Lookup, Query, Reason, Resolved,
+    RootId, SyncPolicy, SyncReport, Want, PROBE,
 };
 pub use realpath::RealPaths;
 pub use scan::{

@@ -28,8 +28,10 @@ pub struct RealPaths {
     /// every entry up here; hashing a `Path` would parse its components every time). Paths
     /// that do not resolve are not kept: Ruby asks again, and they may appear.
     memo: FxHashMap<Vec<u8>, PathBuf>,
-    /// Every symlink an answer in `memo` went through, and its target then.
-    links: Vec<(PathBuf, PathBuf)>,
+    /// Every symlink an answer in `memo` went through (or that a path not memoized went
+    /// through), and its target then: each link once, so [`RealPaths::revalidate`] costs one
+    /// `readlink` per distinct symlink however often entries are expanded.
+    links: FxHashMap<PathBuf, PathBuf>,
 }
 
 /// `path` with `.`, `..` and repeated separators folded textually (what Ruby's
@@ -55,11 +57,38 @@ fn is_plain(path: &[u8]) -> bool {
         && (path.len() == 1 || path[1..].split(|&b| b == b'/').all(|c| !c.is_empty() && c != b"." && c != b".."))
 }
 
+/// Where a symlink in the real directory `real_parent` leads: its target, absolute or joined to
+/// that directory. Leading `.` and `..` components of a relative target are folded here (the
+/// directory holds no symlink, so `..` is its parent), so that a `../shared` link resolves
+/// through the memo; a `..` further in is left for `realpath(3)` (`next` is then not plain).
+fn follow(real_parent: &Path, target: &Path) -> PathBuf {
+    let mut out = real_parent.to_path_buf();
+    let mut rest = target.components().peekable();
+    while let Some(c) = rest.peek() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => break,
+        }
+        rest.next();
+    }
+    out.extend(rest); // a `RootDir` (absolute target) replaces `out`
+    out
+}
+
 impl RealPaths {
     /// The expanded form of an absolute entry: its realpath, or its lexical form when it
     /// cannot be resolved (Ruby then searches that path, where nothing is found).
     pub fn expand(&mut self, abs: &Path) -> PathBuf {
         self.resolve(abs).unwrap_or_else(|| lexical(abs))
+    }
+
+    /// [`RealPaths::expand`] without the memo: `realpath(3)` asked now, as Ruby does for the
+    /// entries it expands before every search.
+    pub fn expand_uncached(abs: &Path) -> PathBuf {
+        std::fs::canonicalize(abs).unwrap_or_else(|_| lexical(abs))
     }
 
     /// Drops every memoized answer if a symlink any of them went through points elsewhere now
@@ -99,8 +128,8 @@ impl RealPaths {
                     match std::fs::symlink_metadata(&candidate) {
                         Ok(md) if md.file_type().is_symlink() => match std::fs::read_link(&candidate) {
                             Ok(target) => {
-                                let next = real_parent.join(&target); // `target` itself when absolute
-                                self.links.push((candidate.clone(), target));
+                                let next = follow(&real_parent, &target);
+                                self.links.insert(candidate.clone(), target);
                                 if is_plain(next.as_os_str().as_bytes()) {
                                     let (r, m) = self.resolve_at(&next, depth + 1);
                                     (r, m && parent_memo)
@@ -158,6 +187,29 @@ mod tests {
         assert_eq!(paths.expand(&dir.join("current/new")), dir.join("current/new"));
         std::fs::create_dir(dir.join("releases/B/new")).unwrap();
         assert_eq!(paths.expand(&dir.join("current/new")), dir.join("releases/B/new"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn relative_links_are_memoized_and_recorded_once() {
+        let dir = std::env::temp_dir().join(format!("loadscan-realpath-rel-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("shared/lib")).unwrap();
+        std::fs::create_dir_all(dir.join("app")).unwrap();
+        let dir = std::fs::canonicalize(&dir).unwrap();
+        std::os::unix::fs::symlink("../shared", dir.join("app/vendor")).unwrap();
+        std::os::unix::fs::symlink("./../shared/../shared/lib", dir.join("app/odd")).unwrap();
+        let mut paths = RealPaths::default();
+        for _ in 0..100 {
+            assert_eq!(paths.expand(&dir.join("app/vendor/lib")), dir.join("shared/lib"));
+            assert_eq!(paths.expand(&dir.join("app/odd")), dir.join("shared/lib"));
+            paths.revalidate();
+        }
+        assert_eq!(paths.links.len(), 2, "each link recorded once");
+        assert!(paths.memo.contains_key(dir.join("app/vendor/lib").as_os_str().as_bytes()), "`../` target memoized");
+        assert_eq!(follow(Path::new("/a/b"), Path::new("../../c/./d")), PathBuf::from("/c/d"));
+        assert_eq!(follow(Path::new("/a/b"), Path::new("/x/../y")), PathBuf::from("/x/../y"));
+        assert_eq!(follow(Path::new("/a"), Path::new("c/../d")), PathBuf::from("/a/c/../d"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

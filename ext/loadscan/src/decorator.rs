@@ -38,9 +38,11 @@ fn fails_to_load(ruby: &Ruby, error: &Error, path: RString) -> bool {
 
 /// The `LoadError` Ruby's `require` raises when no entry has `feature`: the same class, message
 /// and `path` (RubyGems retries with `Gem.try_activate` when `path` is the feature it asked for).
+/// The message is built as Ruby's is: a binary string the feature is appended to, so it stays
+/// ASCII-8BIT for an ASCII-only feature and takes the feature's encoding otherwise.
 fn load_error(ruby: &Ruby, feature: Value) -> Error {
     let built = (|| -> Result<magnus::Exception, Error> {
-        let message = ruby.str_new("cannot load such file -- ");
+        let message = ruby.str_from_slice(b"cannot load such file -- ");
         message.buf_append(RString::from_value(feature).unwrap_or_else(|| ruby.str_new("")))?;
         let error: magnus::Exception = ruby.exception_load_error().funcall("new", (message,))?;
         let _: Value = error.funcall("instance_variable_set", ("@path", feature))?;

@@ -8,6 +8,7 @@
 //! - `resolve(feature)` — the path `require` would load now, or `nil` (Ruby decides);
 //! - `lookup(feature)` — the index's answer: a path, `:missing` or `:unknown`;
 //! - `sync`, `problems`, `stats`;
+//! - `hold_for_fork`, `release_after_fork` — the state lock around a `fork` (core_ext/process.rb);
 //! - `probes`, `PROBE` — how many times the probe feature reached `resolve` (is loadscan engaged?);
 //! - `Decorator#require`, `Decorator#resolve_feature_path` — the methods put in place of Ruby's
 //!   C `require` and of `$LOAD_PATH.resolve_feature_path` (decorator.rs).
@@ -56,9 +57,21 @@ pub(crate) fn string_bytes(v: Value) -> Option<Vec<u8>> {
     Some(unsafe { s.as_slice() }.to_vec())
 }
 
+/// A found file's path in the encoding Ruby's search gives it (`File.expand_path` of the feature
+/// against the entry): the feature's own encoding, except that an ASCII-8BIT or US-ASCII
+/// feature gives the file system's encoding (the entry's).
 pub(crate) fn path_string(ruby: &Ruby, path: &[u8], like: Value) -> RString {
+    use magnus::rb_sys::AsRawValue;
     let s = ruby.str_from_slice(path);
-    unsafe { rb_sys::rb_enc_copy(magnus::rb_sys::AsRawValue::as_raw(s), magnus::rb_sys::AsRawValue::as_raw(like)) };
+    unsafe {
+        let idx = rb_sys::rb_enc_get_index(like.as_raw());
+        let idx = if idx == rb_sys::rb_ascii8bit_encindex() || idx == rb_sys::rb_usascii_encindex() {
+            rb_sys::rb_filesystem_encindex()
+        } else {
+            idx
+        };
+        rb_sys::rb_enc_associate_index(s.as_raw(), idx);
+    }
     s
 }
 
@@ -277,6 +290,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("stats", function!(stats, 0))?;
     native.define_module_function("probes", function!(resolver::probes, 0))?;
     native.define_module_function("stable_hash", function!(stable_hash, 1))?;
+    native.define_module_function("hold_for_fork", function!(resolver::hold_for_fork, 0))?;
+    native.define_module_function("release_after_fork", function!(resolver::release_after_fork, 0))?;
     native.define_module_function("explain", function!(explain, 1))?;
     native.define_module_function("stems", function!(stems, 0))?;
     let decorator = native.define_module("Decorator")?;

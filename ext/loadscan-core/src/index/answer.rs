@@ -84,6 +84,22 @@ pub fn settle(located: Located, sure_miss: impl FnOnce() -> bool) -> Result<Opti
     }
 }
 
+/// The answer over the searches `search_required` makes in turn for one feature (the query,
+/// then its [`super::Query::fallback`]): the first file found; a sure miss only when every
+/// search is one; the first doubt (a [`Reason`]) ends it, since a file that search may find
+/// would come first.
+pub fn settle_in_turn<Q, T>(
+    queries: impl IntoIterator<Item = Q>,
+    mut settle_one: impl FnMut(&Q) -> Result<Option<T>, Reason>,
+) -> Result<Option<T>, Reason> {
+    for q in queries {
+        if let Some(found) = settle_one(&q)? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
 /// What a lookup found for `require`: how the feature was spelled, and its absolute path and
 /// kind, or `None` for a sure miss ([`settle`]).
 pub type Lookup = (Want, Option<(Vec<u8>, Kind)>);
@@ -206,6 +222,23 @@ mod tests {
         assert_eq!(raised, Err("interrupt"));
         let raised = resolve(b"foo", || Err::<Result<Lookup, Reason>, _>("to_path raised"), |_| Ok(NOT));
         assert_eq!(raised, Err("to_path raised"));
+    }
+
+    #[test]
+    fn searches_in_turn_stop_at_a_file_or_a_doubt() {
+        let answers = |list: Vec<Result<Option<u8>, Reason>>| {
+            let mut asked = 0;
+            let r = settle_in_turn(list, |a| {
+                asked += 1;
+                *a
+            });
+            (r, asked)
+        };
+        assert_eq!(answers(vec![Ok(Some(1)), Ok(Some(2))]), (Ok(Some(1)), 1));
+        assert_eq!(answers(vec![Ok(None), Ok(Some(2))]), (Ok(Some(2)), 2));
+        assert_eq!(answers(vec![Ok(None), Ok(None)]), (Ok(None), 2));
+        assert_eq!(answers(vec![Err(Reason::Missing), Ok(Some(2))]), (Err(Reason::Missing), 1));
+        assert_eq!(answers(vec![Ok(None), Err(Reason::BlindSpot)]), (Err(Reason::BlindSpot), 2));
     }
 
     #[test]

@@ -12,7 +12,8 @@ pub enum Want {
     Bare,
     /// `foo.rb`: only a Ruby file.
     Rb,
-    /// `foo.so`, `foo.o` or `foo.<DLEXT>`: only the native extension.
+    /// `foo.so`, `foo.o` or `foo.<DLEXT>`: the native extension; when no entry has it, Ruby
+    /// searches the name as a bare feature ([`Query::fallback`]).
     Ext,
 }
 
@@ -60,6 +61,17 @@ impl<'a> Query<'a> {
             _ => (feature, Want::Bare),
         };
         Some(Query { stem: canonical(base)?, want })
+    }
+
+    /// The search Ruby falls through to when no entry has the native extension that `feature`
+    /// (this query's name) asks for: `search_required` then looks for `foo.so` as a bare
+    /// feature, `foo.so.rb` in any entry, then `foo.so.so`. (`foo.rb` has no such second
+    /// search: a miss is a miss.) `None` for the other queries.
+    pub fn fallback(&self, feature: &'a [u8]) -> Option<Query<'a>> {
+        match self.want {
+            Want::Ext => Some(Query { stem: canonical(feature)?, want: Want::Bare }),
+            Want::Bare | Want::Rb => None,
+        }
     }
 }
 
@@ -110,6 +122,19 @@ mod tests {
         assert_eq!(q("foo.bundle"), Some(("foo.bundle".into(), Want::Bare)));
         assert_eq!(q("foo.txt"), Some(("foo.txt".into(), Want::Bare)));
         assert_eq!(q("a.d/foo"), Some(("a.d/foo".into(), Want::Bare)));
+    }
+
+    #[test]
+    fn a_missing_native_extension_falls_back_to_a_bare_search() {
+        let fallback = |f: &'static str| {
+            let q = Query::parse(f.as_bytes(), b"so").unwrap();
+            q.fallback(f.as_bytes()).map(|b| (String::from_utf8(b.stem.into_owned()).unwrap(), b.want))
+        };
+        assert_eq!(fallback("foo.so"), Some(("foo.so".into(), Want::Bare)));
+        assert_eq!(fallback("a//b/bar.o"), Some(("a/b/bar.o".into(), Want::Bare)));
+        assert_eq!(fallback("foo.rb"), None);
+        assert_eq!(fallback("foo"), None);
+        assert_eq!(fallback("foo.txt"), None);
     }
 
     #[test]

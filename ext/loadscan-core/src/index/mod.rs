@@ -43,7 +43,7 @@ use std::path::Path;
 
 use rustc_hash::FxHashMap;
 
-pub use answer::{resolve, settle, Lookup, Reason, Resolved, PROBE};
+pub use answer::{resolve, settle, settle_in_turn, Lookup, Reason, Resolved, PROBE};
 pub use explain::Explanation;
 pub use feature::{Query, Want};
 use ids::IdList;

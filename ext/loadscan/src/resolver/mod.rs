@@ -18,7 +18,7 @@ use rb_sys::VALUE;
 pub use cache::{save, Cache, Saved};
 pub use counters::{count_deferred, probes, stats, take_rescan};
 pub use problems::{problems, unreported_problems};
-pub use state::{in_main_ractor, start, stop};
+pub use state::{hold_for_fork, in_main_ractor, release_after_fork, start, stop};
 use state::{try_synced, with_synced};
 
 /// What a lookup gives back to Ruby.

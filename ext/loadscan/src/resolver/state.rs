@@ -10,13 +10,21 @@
 //! was interrupted with comes back as an `Err`; GVL-free work never raises (see `nogvl`).
 //! Either is raised once the lock is released ([`try_synced`]).
 //!
+//! Fork: a child has only the thread that forked, so a lock another thread held at the fork
+//! would stay held in the child for good. `Process._fork` (lib/loadscan/core_ext/process.rb)
+//! takes the lock first ([`hold_for_fork`]) and lets it go in parent and child alike
+//! ([`release_after_fork`]): the child inherits a state no thread was changing, unlocked.
+//!
 //! Ractors: only the main Ractor is served; others go to Ruby's own `require`.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
-use std::sync::{Mutex, TryLockError};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-use loadscan_core::{list_deferred, settle, Index, Located, Lookup, ProblemKind, Query, Reason, SyncPolicy};
+use loadscan_core::{
+    list_deferred, settle, settle_in_turn, Index, Kind, Located, Lookup, ProblemKind, Query, Reason, SyncPolicy,
+};
 use magnus::Error;
 use rb_sys::VALUE;
 
@@ -98,6 +106,35 @@ pub fn start(
     warning
 }
 
+thread_local! {
+    /// The state lock while this thread forks (between [`hold_for_fork`] and
+    /// [`release_after_fork`]).
+    static HELD_FOR_FORK: RefCell<Option<MutexGuard<'static, Option<State>>>> = const { RefCell::new(None) };
+}
+
+/// Takes the state lock for a `fork` about to happen on this thread: `true` when this thread
+/// holds it now, `false` when another one does (the caller waits, GVL released, and asks again:
+/// never a wait here).
+pub fn hold_for_fork() -> bool {
+    HELD_FOR_FORK.with(|held| {
+        let mut held = held.borrow_mut();
+        if held.is_none() {
+            *held = match STATE.try_lock() {
+                Ok(g) => Some(g),
+                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            };
+        }
+        held.is_some()
+    })
+}
+
+/// Lets go of the lock [`hold_for_fork`] took, once the fork is done (in the parent and in the
+/// child, where the same thread goes on).
+pub fn release_after_fork() {
+    HELD_FOR_FORK.with(|held| drop(held.borrow_mut().take()));
+}
+
 /// Stops: every later resolve answers `Unknown`.
 pub fn stop() {
     *STATE.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -139,13 +176,21 @@ impl State {
     /// Where `feature` is, as Ruby's search would find it now: its file, `None` for a miss the
     /// index is sure of (every root asked, `Index::confirm_missing`), or why Ruby's own
     /// search must answer. The one lookup behind `require`, `resolve_feature_path` and `lookup`.
+    /// `foo.so` that no entry has is searched again as a bare feature (`Query::fallback`).
     pub(super) fn find(&mut self, feature: &[u8]) -> Result<Lookup, Reason> {
         let q = self.index.parse(feature).ok_or(Reason::NotFeature)?;
-        let located = locate(&mut self.index, &q);
+        let bare = q.fallback(feature);
+        let found = settle_in_turn([Some(&q), bare.as_ref()].into_iter().flatten(), |q| self.settle_one(q))?;
+        Ok((q.want, found))
+    }
+
+    /// One search of `find`: the file, `None` for a sure miss, or why Ruby must search.
+    fn settle_one(&mut self, q: &Query) -> Result<Option<(Vec<u8>, Kind)>, Reason> {
+        let located = locate(&mut self.index, q);
         self.absorb_lazy();
         let (index, linked_in) = (&self.index, self.static_ext && q.want.may_be_static_ext());
         let found = settle(located, || !linked_in && without_gvl(|| index.confirm_missing(&q.stem)))?;
-        Ok((q.want, found.map(|(root, kind)| (index.path_of(root, &q.stem, kind), kind))))
+        Ok(found.map(|(root, kind)| (index.path_of(root, &q.stem, kind), kind)))
     }
 
     /// Takes what lazy listings during the last lookup worked around.
