@@ -132,7 +132,8 @@ class EdgeCasesTest < Minitest::Test
       Dir.glob("#{dir}/**/").each { |d| File.utime(old, old, d) }
       _, fast = assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})",
                                    %w[foo.so bar.o sub//baz.so nope.so qux.rb foo.so]))
-      assert_operator fast.report["stats"][:hits], :>=, 3, fast.report["stats"].inspect
+      # (Where extensions are linked in, a .so miss is never sure, README "Limits": Ruby searches.)
+      assert_operator fast.report["stats"][:hits], :>=, 3, fast.report["stats"].inspect unless RbConfig::CONFIG["EXTSTATIC"] == "static"
     end
   end
 end

@@ -7,7 +7,8 @@
 #   RubyGems alone             Kernel#require (RubyGems) → Kernel#gem_original_require (C)
 #   bundler/setup, RubyGems < 3.5
 #                              Kernel#require (C), Kernel.require (C), Kernel#gem_original_require (C)
-#   bundler/setup, Ruby 3.3    Kernel#require (bundled_gems) → Kernel#no_warning_require (RubyGems)
+#   bundler/setup, Ruby 3.3 and 3.4 (RubyGems 3.5, 3.6)
+#                              Kernel#require (bundled_gems) → Kernel#no_warning_require (RubyGems)
 #                              → Kernel#gem_original_require (C); Kernel.require (bundled_gems)
 #                              → Kernel.no_warning_require (C)
 #   Bootsnap, Zeitwerk         Kernel#require (theirs) → Kernel#require_without_bootsnap /
