@@ -110,7 +110,10 @@ module NativeGem
       capture(strip, "--strip-unneeded", "-o", File.join(stage, rel), build.library)
       files << rel
     end
-    spec.platform = Gem::Platform.new(platform)
+    # `<cpu>-linux-gnu`: RubyGems 3.4 and later install it on glibc only (musl takes the source
+    # gem); older ones (Debian 12's 3.3.15) read it as `<cpu>-linux`. Given as parts, so that a
+    # build with such an older RubyGems keeps the `-gnu` it would fold away when parsing a String.
+    spec.platform = Gem::Platform.new(platform.split("-", 3))
     spec.extensions = []
     spec.files = files.sort
     spec.required_ruby_version = ruby_requirement(builds.map(&:minor))

@@ -21,7 +21,7 @@ class NativeGemAarch64Test < Minitest::Test
     Dir.mktmpdir("loadscan-aarch64") do |tmp|
       tmp = File.realpath(tmp)
       gem_file, built = build_native_gem(tmp, arch: "aarch64")
-      assert_match(/loadscan-#{Regexp.escape(Loadscan::VERSION)}-aarch64-linux\.gem: [\d.]+ MB \(Ruby 3\.1\), needs glibc >= 2\.\d+$/, built)
+      assert_match(/loadscan-#{Regexp.escape(Loadscan::VERSION)}-aarch64-linux-gnu\.gem: [\d.]+ MB \(Ruby 3\.1\), needs glibc >= 2\.\d+$/, built)
       home = File.join(tmp, "home")
       # The arm64 Ruby's own default gem path after GEM_HOME (the trailing separator).
       env = no_rust_env(home).merge("GEM_PATH" => "#{home}:")

@@ -2,6 +2,7 @@
 
 require_relative "../test_helper"
 require_relative "../support/native_gem"
+require "rubygems/package"
 
 # The precompiled gem as users get it: `rake native:x86_64` (for the Ruby running the tests),
 # then `gem install --local` into an empty GEM_HOME with no Rust anywhere on PATH and no
@@ -20,6 +21,7 @@ class NativeGemTest < Minitest::Test
       tmp = File.realpath(tmp)
       gem_file, built = build_native_gem(tmp)
       assert_match(/#{Regexp.escape(File.basename(gem_file))}: [\d.]+ MB \(Ruby #{MINOR}\), needs glibc >= 2\.\d+$/, built)
+      assert_for_glibc_only(gem_file)
       home = File.join(tmp, "home")
       env = no_rust_env(home)
       %w[cargo rustc].each do |tool|
@@ -37,6 +39,18 @@ class NativeGemTest < Minitest::Test
 
       assert_boots_like_stock(tmp, env, File.join(gem_dir, "lib"))
     end
+  end
+
+  # The gem's platform is `x86_64-linux-gnu`: RubyGems 3.4 and later install it on glibc and
+  # not on musl (which takes the source gem); older ones (Debian 12's Ruby 3.1) read it as
+  # `x86_64-linux`, which they install on both (README, "Install").
+  def assert_for_glibc_only(gem_file)
+    platform = Gem::Platform.new(Gem::Package.new(gem_file).spec.platform)
+    assert_equal PLATFORM, platform.to_s
+    assert Gem::Platform.new("x86_64-linux") === platform, "a glibc machine takes #{platform}"
+    return if Gem::Version.new(Gem::VERSION) < Gem::Version.new("3.4")
+
+    refute Gem::Platform.new("x86_64-linux-musl") === platform, "a musl machine takes #{platform}"
   end
 
   def assert_boots_like_stock(tmp, env, gem_lib)

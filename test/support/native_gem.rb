@@ -9,7 +9,10 @@ module Loadscan
     # its `rake compile` is warm in bin/test), installed into a fresh GEM_HOME the way a machine
     # without Rust installs it: no cargo or rustc on PATH, no LIBCLANG_PATH.
     module NativeGem
-      PLATFORM = "x86_64-linux"
+      # The platform the gem is built for, and as this RubyGems reads it: before 3.4 (Debian
+      # 12's Ruby 3.1) it folds `-gnu` away and installs the gem as `x86_64-linux`.
+      GEM_PLATFORM = "x86_64-linux-gnu"
+      PLATFORM = Gem::Platform.new(GEM_PLATFORM).to_s
       MINOR = RUBY_VERSION[/\A\d+\.\d+/]
       # This Ruby's tools and the system's, none of Rust's (rustup's live in ~/.cargo/bin).
       NO_RUST_PATH = [BundlerApp::BINDIR, "/usr/local/bin", "/usr/bin", "/bin"].uniq.join(":")
@@ -22,12 +25,13 @@ module Loadscan
                                    env: { "LOADSCAN_NATIVE_RUBIES" => BundlerApp::BINDIR, "LOADSCAN_NATIVE_PKG" => dir })
         raise "rake native:#{arch} failed:\n#{run.stdout}#{run.stderr}" unless run.success?
 
-        [File.join(dir, "loadscan-#{Loadscan::VERSION}-#{arch}-linux.gem"), run.stdout]
+        [File.join(dir, "loadscan-#{Loadscan::VERSION}-#{arch}-linux-gnu.gem"), run.stdout]
       end
 
       # The environment of every process that uses GEM_HOME `home`: no Rust anywhere.
       def no_rust_env(home)
-        { "GEM_HOME" => home, "GEM_PATH" => [home, *Gem.default_path, BundlerApp::DEBIAN_GEMS].uniq.join(":"),
+        built = BundlerApp::BUILT_GEMS if BundlerApp.built_gems? # the app's nokogiri and sqlite3 on 3.3 and 3.4
+        { "GEM_HOME" => home, "GEM_PATH" => [home, *Gem.default_path, built, BundlerApp::DEBIAN_GEMS].compact.uniq.join(":"),
           "PATH" => NO_RUST_PATH, "LIBCLANG_PATH" => nil, "CARGO" => nil, "RUSTC" => nil, "CARGO_TARGET_DIR" => nil }
       end
 
