@@ -24,7 +24,7 @@ module Loadscan
       def publish(hook, event, payload, notify: true)
         hook&.call(event, payload)
         ActiveSupport::Notifications.instrument("#{event}.loadscan", payload) if notify && defined?(ActiveSupport::Notifications)
-      rescue StandardError => e
+      rescue StandardError, ScriptError => e # a LoadError of a file the hook or AS::Notifications loads
         Warnings.once(:instrumentation, "an instrumentation hook raised #{e.class} (#{e.message}) on #{event}; ignored")
       end
     end

@@ -105,4 +105,23 @@ class InstrumentationTest < Minitest::Test
       assert_equal 1, run.stderr.lines.grep(/loadscan: an instrumentation hook raised RuntimeError \(boom\)/).size, run.stderr
     end
   end
+
+  # A LoadError is no StandardError: a hook (or ActiveSupport::Notifications loading a file of its
+  # own, as on 3.4 when mutex_m is not in the Gemfile) that fails to load something at setup, at a
+  # save or in the save at exit is still one warning, never a failed process.
+  def test_a_hook_that_fails_to_load_a_file_is_one_warning
+    Dir.mktmpdir("loadscan-cache") do |cache|
+      run = run_code(<<~RUBY, cache)
+        Loadscan.instrumentation = ->(*) { require "loadscan_test_no_such_file" }
+        Loadscan.setup
+        require "set"
+        Loadscan.save
+        report(defined?(Set) && Loadscan.active?)
+      RUBY
+      assert run.status.success?, run.stderr
+      assert run.report
+      assert_equal 1, run.stderr.lines.grep(/loadscan: an instrumentation hook raised LoadError \(cannot load such file -- loadscan_test_no_such_file\)/).size,
+                   run.stderr
+    end
+  end
 end
