@@ -11,6 +11,7 @@ require "json"
 # change nothing; `loadscan doctor` reports engaged.
 class InstallTest < Minitest::Test
   include Loadscan::TestSupport::NativeGem
+  include Loadscan::TestSupport::BundlerApp::NeedsRails
   App = Loadscan::TestSupport::BundlerApp
   # Rails 6.1's generator adds these to a non-minimal app (`--minimal` skips Bootsnap).
   BOOTSNAP_GEM = %(gem 'bootsnap', '>= 1.4.4', require: false\n)
@@ -23,10 +24,11 @@ class InstallTest < Minitest::Test
 
   def test_install_in_a_rails_app_with_bootsnap
     skip "native gems are built for x86_64 Linux" unless native_gem_supported?
+    bootsnap!
 
     Dir.mktmpdir("loadscan-install") do |tmp|
       tmp = File.realpath(tmp)
-      app = App.rails_new(tmp) or skip "no Rails for #{RUBY_VERSION} here (Debian's Rails is built for Ruby 3.1)"
+      app = rails_app!(App.rails_new(tmp))
       env = install_gem(tmp)
       with_bootsnap(app)
       before = app_files(app)
@@ -57,10 +59,12 @@ class InstallTest < Minitest::Test
     env
   end
 
-  # The generated app's Gemfile reduced to the gems installed here (offline), with Bootsnap as
-  # Rails adds it, and its config/boot.rb requiring bootsnap/setup after bundler/setup.
+  # The generated app's Gemfile reduced to the gems installed for this Ruby (offline: the test
+  # apps' Rails gems, with those 3.4 unbundled), with Bootsnap as Rails adds it, and its
+  # config/boot.rb requiring bootsnap/setup after bundler/setup.
   def with_bootsnap(app)
-    File.write(File.join(app, "Gemfile"), %(source "https://rubygems.org"\n#{%w[rails sqlite3 puma listen].map { |g| "gem '#{g}'\n" }.join}#{BOOTSNAP_GEM}))
+    gems = (App.rails_gems - %w[bootsnap]) | App.unbundled_gems
+    File.write(File.join(app, "Gemfile"), %(source "https://rubygems.org"\n#{gems.map { |g| "gem '#{g}'\n" }.join}#{BOOTSNAP_GEM}))
     boot = File.join(app, "config", "boot.rb")
     File.write(boot, File.read(boot).sub(/^require "bundler\/setup".*\n/) { |line| line + BOOTSNAP_BOOT })
   end
