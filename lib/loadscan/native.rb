@@ -1,10 +1,10 @@
 # frozen_string_literal: true
 
 module Loadscan
-  # The Rust extension (ext/loadscan), built for one Ruby: at `loadscan/<ruby minor>/loadscan.
-  # <DLEXT>` beside this file (`.so`, `.bundle` on macOS), both in a checkout (`rake compile`,
-  # one build per Ruby) and in an installed gem (extconf.rb installs it there; a precompiled gem
-  # holds one per Ruby it supports, from `rake native`). A build for
+  # The Rust extension (ext/loadscan), built for one Ruby: at
+  # `loadscan/<ruby minor>/loadscan.<DLEXT>` beside this file (`.so`, `.bundle` on macOS), both in
+  # a checkout (`rake compile`, one build per Ruby) and in an installed gem (extconf.rb installs it
+  # there; a precompiled gem holds one per Ruby it supports, from `rake native`). A build for
   # another Ruby is never loaded: it links that Ruby's libruby. Without RbConfig
   # (`--disable-gems`, not loaded for us), DLEXT is what Ruby's configure gives the platform.
   module Native

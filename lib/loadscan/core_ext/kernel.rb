@@ -114,7 +114,7 @@ module Loadscan
       def own_method(owner, name)
         m = owner.instance_method(name)
         unless m.owner == owner
-          prepended = owner.ancestors.take_while { |mod| !mod.equal?(owner) }
+          prepended = prepended_to(owner)
           m = m.super_method while m && prepended.include?(m.owner)
         end
         m if m&.owner == owner
@@ -159,9 +159,12 @@ module Loadscan
         end
       end
 
+      # The modules prepended to `owner`, outermost first.
+      def prepended_to(owner) = owner.ancestors.take_while { |mod| !mod.equal?(owner) }
+
       # `[module, method, visibility]` for each module prepended to `owner` that defines `name`.
       def prepended_definitions(owner, name)
-        owner.ancestors.take_while { |mod| !mod.equal?(owner) }.filter_map do |mod|
+        prepended_to(owner).filter_map do |mod|
           if mod.private_method_defined?(name, false)
             [mod, mod.instance_method(name), :private]
           elsif mod.method_defined?(name, false)
