@@ -4,7 +4,8 @@ require_relative "../test_helper"
 
 # Faults and hostile timing (issue 12): Ruby code that runs while loadscan holds its state (an
 # entry's `to_path`), interrupts and signals, switched symlinks, encodings, Ractors, failing
-# thread creation, a warning asked for by one thread while another holds the state. Each case is compared with stock Ruby in a separate process.
+# thread creation, warnings asked for by one thread while another holds the state. Each case is
+# compared with stock Ruby in a separate process, except where loadscan's own warnings are checked.
 class RobustnessTest < Minitest::Test
   # An entry object whose `to_path` runs `action` on its first call only.
   ENTRY = <<~RUBY
