@@ -15,9 +15,10 @@
 //!
 //! One job per file: `roots` (the registry of roots and their ranks), `lookup` (precedence:
 //! pure logic over what is listed, no I/O), `lazy` (listing deferred directories a lookup
-//! needs), `sync` (revalidation and scans, the only user of `store::check_root`), `records`
-//! (what the cache is written from), `answer` (what `require` does with a lookup's result),
-//! `explain` (introspection).
+//! needs), `find` (the whole lookup: parse, locate, settle a miss with one `stat` per root),
+//! `sync` (revalidation and scans, the only user of `store::check_root`), `records` (what the
+//! cache is written from), `answer` (what `require` does with a lookup's result), `recent`
+//! (which question `answer` asks Ruby first), `explain` (introspection).
 //!
 //! # Lazy listing
 //! With [`ScanOptions::eager_depth`] `0` a sync lists only each root's own entries; every
@@ -32,9 +33,11 @@
 mod answer;
 mod explain;
 mod feature;
+mod find;
 mod ids;
 mod lazy;
 mod lookup;
+mod recent;
 mod records;
 mod roots;
 mod sync;
@@ -43,12 +46,14 @@ use std::path::Path;
 
 use rustc_hash::FxHashMap;
 
-pub use answer::{resolve, settle, settle_in_turn, Hint, Lookup, Reason, Resolved, PROBE};
+pub use answer::{resolve, Hint, Reason, Resolved, PROBE};
 pub use explain::Explanation;
 pub use feature::{Query, Want};
+pub use find::{settle, settle_in_turn, Lookup};
 use ids::IdList;
 pub use lazy::{LazyStats, Lister};
 pub use lookup::Located;
+pub use recent::RecentPaths;
 pub use sync::{SyncPolicy, SyncReport};
 
 use crate::scan::{Listing, ScanOptions, ScanProblem};

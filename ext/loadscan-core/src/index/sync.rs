@@ -1,14 +1,14 @@
 //! Keeping the index in line with the load path: revalidating cached roots (spread over
 //! threads when there is enough to check), listing changed directories again, scanning roots
-//! never seen; and the one-`stat` check behind a sure miss. The only user of `store::validate`.
+//! never seen. The only user of `store::check_root`.
 
 use std::path::PathBuf;
 
 use rustc_hash::FxHashMap;
 
-use super::{bytes, is_under, now_ns, path_of_bytes, Index, Life, RootId};
-use crate::scan::{refresh, scan_roots, DirRecord, ScanOptions, ScanProblem};
-use crate::store::{check_root, stamp_differs, Freshness, RootView, Validation};
+use super::{bytes, is_under, now_ns, Index, Life, RootId};
+use crate::scan::{refresh, scan_roots, ScanOptions, ScanProblem};
+use crate::store::{check_root, Freshness, RootView, Validation};
 
 /// Fewer checks than this per thread are not worth starting a thread for (see `check_roots`).
 const STATS_PER_THREAD: usize = 1024;
@@ -151,50 +151,5 @@ impl Index {
                 })
                 .collect()
         })
-    }
-
-    /// Whether a miss that [`Index::locate`] found still holds on disk. Every root on the load
-    /// path is checked with one `stat` of the directory where `stem` would be: it must not exist
-    /// (then neither does the file), or be the very directory that was listed, unchanged since
-    /// (same device, inode, mtime and size, not changed within `RACY_NS` of the listing, and
-    /// settled: no dangling symlink in it whose target may have appeared). Anything else — a
-    /// directory that appeared, changed, holds a dangling symlink or cannot be asked — is
-    /// `false`: Ruby's own search decides. Stable roots are asked too: a stable root is
-    /// revalidated at boot by its top directory alone, so a file added deeper in an installed
-    /// gem (`bundle open`, a distribution update) shows only here. A miss is rare and raises;
-    /// hits never pay for this.
-    pub fn confirm_missing(&self, stem: &[u8]) -> bool {
-        let rel = stem.iter().rposition(|&c| c == b'/').map_or(&stem[..0], |i| &stem[..i]);
-        self.roots.iter().enumerate().all(|(id, root)| {
-            if root.is_retired() || self.ranked(id as RootId).is_none() {
-                return true;
-            }
-            let mut dir = root.path.clone();
-            if !rel.is_empty() {
-                dir.push(b'/');
-                dir.extend_from_slice(rel);
-            }
-            let dir = path_of_bytes(&dir);
-            match std::fs::metadata(dir) {
-                // Absent, not a directory, or unreachable (EACCES, ELOOP): Ruby's `open` of a
-                // file in it fails the same way.
-                Err(_) => true,
-                Ok(md) if !md.is_dir() => true,
-                Ok(md) => {
-                    self.dir_record(id as RootId, rel).is_some_and(|rec| !stamp_differs(&md, &rec, root.scanned_at_ns))
-                }
-            }
-        })
-    }
-
-    /// The record of the directory `rel` of root `id`, from whichever listing holds it.
-    fn dir_record(&self, id: RootId, rel: &[u8]) -> Option<DirRecord> {
-        let root = &self.roots[id as usize];
-        if let Some(rec) = root.listed_here().into_iter().flat_map(|l| &l.dirs).find(|d| d.rel == rel) {
-            return Some(rec.clone());
-        }
-        let Life::Cached { slot, .. } = root.life else { return None };
-        let snapshot = self.snapshot.as_ref()?;
-        snapshot.find_dir(&snapshot.root(slot as usize)?, rel)
     }
 }

@@ -1,8 +1,8 @@
 //! Reading and writing the cache file safely, in a [`CacheDir`] (opened and checked by
 //! `cache_dir.rs`).
 //!
-//! Inside that directory, loadscan only ever touches names of its own (the cache file, `loadscan.cache`,
-//! and its temp files), relative to the directory's fd (`openat`, `renameat`, `unlinkat`), never
+//! Inside that directory, loadscan only ever touches names of its own (`names.rs`: the cache file,
+//! `loadscan.cache`, the last boot's `last_boot.json`, and their temp files), relative to the directory's fd (`openat`, `renameat`, `unlinkat`), never
 //! follows a symlink (`O_NOFOLLOW`), never blocks on a fifo (`O_NONBLOCK`), and never replaces
 //! a file that is not a loadscan cache owned by the current user.
 //!
@@ -25,8 +25,8 @@ use std::time::{Duration, SystemTime};
 
 use super::cache_dir::{trusted_owner, CacheDir};
 use super::error::{DirError, LoadError};
-use super::format::MAGIC;
 use super::layout::header;
+use super::names::signature;
 use super::snapshot::{check_header, Snapshot};
 
 /// The largest cache file loadscan reads. The file is read whole into memory, so its size is
@@ -67,10 +67,15 @@ impl CacheDir {
         Snapshot::parse(bytes, env)
     }
 
-    /// Whether the file `name` may be written over: absent, or a loadscan cache (by its magic)
-    /// owned by this user.
+    /// Whether the file `name` may be written over: absent, or a file of loadscan's under that
+    /// name (by its first bytes) owned by this user.
     pub fn replaceable(&self, name: &str) -> io::Result<bool> {
         sys::replaceable(self, name)
+    }
+
+    /// Removes `name` when it is a regular file or a symlink (the link itself); whether it did.
+    pub(crate) fn remove_file(&self, name: &str) -> io::Result<bool> {
+        sys::remove_file(self, name)
     }
 
     /// Writes `bytes` to the cache file `name` atomically for other processes (temp file,
@@ -88,7 +93,7 @@ impl CacheDir {
             if !sys::replaceable(self, name)? {
                 return Err(io::Error::new(
                     io::ErrorKind::AlreadyExists,
-                    format!("{} exists and is not a loadscan cache of this user; not replacing it", name),
+                    format!("{name} exists and is not a file of loadscan's of this user; not replacing it"),
                 ));
             }
             sys::rename(self, &tmp, name)?;
@@ -126,6 +131,12 @@ fn split(path: &Path) -> Result<(&Path, &str), DirError> {
     let bad = || DirError::Refused(format!("{}: not a cache file path", path.display()));
     let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(bad)?;
     Ok((path.parent().ok_or_else(bad)?, name))
+}
+
+/// Whether the file's first bytes are `signature`.
+fn starts_with(file: &mut impl Read, signature: &[u8]) -> bool {
+    let mut head = vec![0u8; signature.len()];
+    file.read_exact(&mut head).is_ok() && head == signature
 }
 
 fn now_tag() -> u128 {
@@ -199,8 +210,22 @@ mod sys {
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_uid != dir.euid {
             return Ok(false);
         }
-        let mut magic = [0u8; MAGIC.len()];
-        Ok(st.st_size == 0 || (file.read_exact(&mut magic).is_ok() && &magic == MAGIC))
+        Ok(st.st_size == 0 || starts_with(&mut file, signature(name)))
+    }
+
+    pub(super) fn remove_file(dir: &CacheDir, name: &str) -> io::Result<bool> {
+        let st = match statat(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile | FileType::Symlink => {
+                rustix::fs::unlinkat(&dir.fd, name, AtFlags::empty())?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 
     pub(super) fn rename(dir: &CacheDir, from: &str, to: &str) -> io::Result<()> {
@@ -279,10 +304,19 @@ mod portable {
             Err(LoadError::Missing) => Ok(true),
             Err(LoadError::Io(e)) => Err(e),
             Err(_) => Ok(false),
-            Ok(mut f) => {
-                let mut magic = [0u8; MAGIC.len()];
-                Ok(f.metadata()?.len() == 0 || (f.read_exact(&mut magic).is_ok() && &magic == MAGIC))
+            Ok(mut f) => Ok(f.metadata()?.len() == 0 || starts_with(&mut f, signature(name))),
+        }
+    }
+
+    pub(super) fn remove_file(dir: &CacheDir, name: &str) -> io::Result<bool> {
+        let path = dir.path.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(md) if md.file_type().is_file() || md.file_type().is_symlink() => {
+                std::fs::remove_file(path).map(|_| true)
             }
+            Ok(_) => Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
         }
     }
 

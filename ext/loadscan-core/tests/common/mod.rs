@@ -4,7 +4,7 @@
 
 use loadscan_core::ScanOptions;
 use loadscan_core::{encode, RootRecord, Snapshot, SyncReport, TrustPolicy, Validation};
-use loadscan_core::{Index, Located, SyncPolicy};
+use loadscan_core::{InPlace, Index, Reason, SyncPolicy};
 use std::os::unix::fs::symlink;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -167,14 +167,14 @@ pub fn lazy_policy() -> SyncPolicy {
     p
 }
 
-/// What `require(feature)` would load according to `index`: the absolute path, `"missing"` or
-/// `"unknown"`.
+/// What `require(feature)` would load according to `index`, through the production lookup
+/// (`Index::find`, with its sure-miss check): the absolute path, `"missing"` (no entry has it,
+/// sure or not, as `Loadscan.lookup` says) or `"unknown"` (Ruby's search must answer).
 pub fn answer(index: &mut Index, feature: &str) -> String {
-    let Some(q) = index.parse(feature.as_bytes()) else { return "unknown".into() };
-    match index.locate(&q) {
-        Located::Found(root, kind) => String::from_utf8(index.path_of(root, &q.stem, kind)).unwrap(),
-        Located::Missing => "missing".into(),
-        Located::Unknown => "unknown".into(),
+    match index.find(feature.as_bytes(), false, &InPlace) {
+        Ok((_, Some((path, _)))) => String::from_utf8(path).unwrap(),
+        Ok((_, None)) | Err(Reason::Missing) => "missing".into(),
+        Err(_) => "unknown".into(),
     }
 }
 
