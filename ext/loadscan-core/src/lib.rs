@@ -38,5 +38,6 @@ pub use store::{
 mod hash;
 mod index;
 mod realpath;
+mod relpath;
 mod scan;
 mod store;

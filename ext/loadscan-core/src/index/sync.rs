@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use rustc_hash::FxHashMap;
 
-use super::{bytes, is_under, now_ns, path_of_bytes, Index, Life, RootId};
+use super::{bytes, now_ns, path_of_bytes, Index, Life, RootId};
+use crate::relpath::{self, is_under};
 use crate::scan::{refresh, scan_roots, DirRecord, ScanOptions, ScanProblem};
 use crate::store::{check_root, stamp_differs, Freshness, RootView, Validation};
 
@@ -164,7 +165,7 @@ impl Index {
     /// gem (`bundle open`, a distribution update) shows only here. A miss is rare and raises;
     /// hits never pay for this.
     pub fn confirm_missing(&self, stem: &[u8]) -> bool {
-        let rel = stem.iter().rposition(|&c| c == b'/').map_or(&stem[..0], |i| &stem[..i]);
+        let rel = relpath::parent(stem);
         self.roots.iter().enumerate().all(|(id, root)| {
             if root.is_retired() || self.ranked(id as RootId).is_none() {
                 return true;

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use super::listing::{DirRecord, DirStamp, FileEntry, Listing, ProblemKind, RootState, ScanProblem};
 use super::options::ScanOptions;
 use super::readdir::errno;
+use crate::relpath;
 
 /// Scans one root serially with `stat` per entry; what it worked around comes beside.
 pub fn scan_serial(root: &Path, opts: &ScanOptions) -> (Listing, Vec<ScanProblem>) {
@@ -33,14 +34,6 @@ pub fn scan_serial(root: &Path, opts: &ScanOptions) -> (Listing, Vec<ScanProblem
     }
     listing.normalize();
     (listing, problems)
-}
-
-fn rel_join(rel: &[u8], name: &[u8]) -> Vec<u8> {
-    if rel.is_empty() {
-        name.to_vec()
-    } else {
-        [rel, b"/", name].concat()
-    }
 }
 
 fn visit(
@@ -123,20 +116,20 @@ fn visit(
             Ok(md) => md,
             Err(e) if errno::not_found(&e) || errno::is_loop(&e) => continue, // dangling / a loop
             Err(_) => {
-                out.blind.push(rel_join(&rel, name));
+                out.blind.push(relpath::child(&rel, name));
                 continue;
             }
         };
         let ft = md.file_type();
         if ft.is_dir() {
             if opts.skips(dir, name) {
-                out.blind.push(rel_join(&rel, name));
+                out.blind.push(relpath::child(&rel, name));
             } else {
-                subdirs.push((path, rel_join(&rel, name)));
+                subdirs.push((path, relpath::child(&rel, name)));
             }
         } else if ft.is_file() || ft.is_fifo() || ft.is_char_device() {
             if let Some((kind, stem_len)) = opts.classify(name) {
-                out.files.push(FileEntry { stem: rel_join(&rel, &name[..stem_len]), kind });
+                out.files.push(FileEntry { stem: relpath::child(&rel, &name[..stem_len]), kind });
             }
         }
     }

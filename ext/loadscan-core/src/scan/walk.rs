@@ -30,6 +30,7 @@ use super::jobs::run_queue;
 use super::listing::{DirRecord, FileEntry, Listing, ProblemKind, RootState, ScanProblem};
 use super::options::ScanOptions;
 use super::readdir::{entry_digest, errno, list, Entry};
+use crate::relpath;
 
 /// One directory to list.
 pub(super) struct Job {
@@ -63,16 +64,6 @@ pub(super) fn join(root: &Path, rel: &[u8]) -> PathBuf {
     } else {
         root.join(OsStr::from_bytes(rel))
     }
-}
-
-fn child_rel(rel: &[u8], name: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(rel.len() + 1 + name.len());
-    if !rel.is_empty() {
-        v.extend_from_slice(rel);
-        v.push(b'/');
-    }
-    v.extend_from_slice(name);
-    v
 }
 
 /// What a walk is for.
@@ -156,14 +147,14 @@ impl Walk<'_> {
             match found {
                 Entry::Dir => {
                     if self.opts.skips(&path, name) {
-                        out.blind.push(child_rel(&job.rel, name));
+                        out.blind.push(relpath::child(&job.rel, name));
                     } else {
-                        subdirs.push(child_rel(&job.rel, name));
+                        subdirs.push(relpath::child(&job.rel, name));
                     }
                 }
                 Entry::File => {
                     if let Some((kind, stem_len)) = self.opts.classify(name) {
-                        out.files.push(FileEntry { stem: child_rel(&job.rel, &name[..stem_len]), kind });
+                        out.files.push(FileEntry { stem: relpath::child(&job.rel, &name[..stem_len]), kind });
                     }
                 }
                 Entry::Ignore => {}
@@ -175,7 +166,7 @@ impl Walk<'_> {
                 }
                 Entry::Unknown(e) => {
                     unsettled = true;
-                    out.blind.push(child_rel(&job.rel, name));
+                    out.blind.push(relpath::child(&job.rel, name));
                     out.problems.push(problem(ProblemKind::Unreadable, path.join(OsStr::from_bytes(name)), Some(e)));
                 }
             }
