@@ -79,12 +79,7 @@ fn visit(
             return;
         }
     };
-    let mut stamp = DirStamp {
-        dev: md.dev(),
-        ino: md.ino(),
-        mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
-        size: md.size(),
-    };
+    let mut stamp = DirStamp::of(&md);
     let digest = entries.iter().fold(0u64, |acc, e| {
         let tag: u64 = match std::fs::metadata(e.path()) {
             Ok(md) if md.is_dir() => 1,
