@@ -83,10 +83,10 @@ struct Gaps {
 enum Life {
     /// Listed in this process: the listing is the whole truth about it.
     Scanned(Listing),
-    /// Served from the cache snapshot (revalidated the first time it is on the load path).
+    /// Served from the cache snapshot (revalidated the first time it is on the load path). Its
+    /// id is its *slot*, its index among the snapshot's roots: [`Index::from_snapshot`] adds one
+    /// root per slot, in order, to an empty index, and roots are only ever appended.
     Cached {
-        /// The root's index among the snapshot's roots.
-        slot: u32,
         /// Revalidated in this process (fresh, not re-listed).
         revalidated: bool,
         /// The deferred directories listed since the snapshot was written.
