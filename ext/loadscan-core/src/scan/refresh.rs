@@ -7,7 +7,8 @@ use std::sync::atomic::AtomicUsize;
 
 use super::listing::{Listing, RootState, ScanProblem};
 use super::options::ScanOptions;
-use super::walk::{assemble, failed, finish, join, run_jobs, scan_roots, Job, Mode, Output, Walk};
+use super::step::{join, Job, Mode, Output, Walk};
+use super::walk::{assemble, failed, finish, run_jobs, scan_roots};
 use crate::relpath::{is_under, parent};
 
 fn rescan_whole(old: &Listing, opts: &ScanOptions) -> (Listing, Vec<ScanProblem>) {
