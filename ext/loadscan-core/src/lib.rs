@@ -31,8 +31,8 @@ pub use scan::{
     RootState, ScanOptions, ScanProblem,
 };
 pub use store::{
-    bound_dead_roots, encode, load, write_atomic, Bytes, CacheDir, DirError, LoadError, RootRecord, Snapshot,
-    TrustPolicy, Validation, DEAD_ROOTS_MIN, FORMAT_VERSION, MAX_FILE_LEN, RACY_NS,
+    bound_dead_roots, encode, load, write_atomic, Bytes, CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind,
+    RootRecord, Snapshot, TrustPolicy, Validation, DEAD_ROOTS_MIN, FORMAT_VERSION, MAX_FILE_LEN, RACY_NS,
 };
 
 mod hash;

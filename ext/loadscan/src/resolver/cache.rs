@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use loadscan_core::{bound_dead_roots, encode, CacheDir, Index, LoadError};
+use loadscan_core::{bound_dead_roots, encode, CacheDir, Index, LoadErrorKind};
 
 use super::state::STATE;
 use crate::nogvl::without_gvl;
@@ -34,21 +34,20 @@ pub(super) fn load_cache(c: &Cache, dlext: &[u8]) -> (Index, Option<String>, boo
         // Created when the cache is first written.
         Ok(None) => return (Index::new(dlext), None, true),
         Err(e) => {
-            let why = format!("not using the cache dir {}: {e}; booting without a cache", c.dir.display());
+            let why = format!("not using the cache dir {e}; booting without a cache");
             return (Index::new(dlext), Some(why), false);
         }
     };
-    let path = c.dir.join(CACHE_FILE);
     match dir.load(CACHE_FILE, &c.env) {
         Ok(snapshot) => (Index::from_snapshot(dlext, snapshot), None, true),
         // No cache yet, or one from another loadscan or Ruby (an upgrade): nothing is
         // wrong, the boot lists what it needs and the file is rewritten at exit.
-        Err(LoadError::Missing | LoadError::Stale(_)) => (Index::new(dlext), None, true),
+        Err(e) if matches!(e.kind(), LoadErrorKind::Missing | LoadErrorKind::Stale(_)) => {
+            (Index::new(dlext), None, true)
+        }
         Err(e) => match dir.replaceable(CACHE_FILE) {
-            Ok(true) => (Index::new(dlext), Some(format!("{e}: {}; scanning instead", path.display())), true),
-            _ => {
-                (Index::new(dlext), Some(format!("{e}: {}; scanning instead, not replacing it", path.display())), false)
-            }
+            Ok(true) => (Index::new(dlext), Some(format!("{e}; scanning instead")), true),
+            _ => (Index::new(dlext), Some(format!("{e}; scanning instead, not replacing it")), false),
         },
     }
 }
@@ -83,7 +82,7 @@ pub fn save() -> Saved {
         let mut records = index.records(now, now - PRUNE_AFTER_S);
         bound_dead_roots(&mut records, on_path);
         let bytes = encode(&records, &cache.env);
-        let dir = CacheDir::create(&cache.dir, cache.uid).map_err(|e| e.to_string())?;
+        let dir = CacheDir::create(&cache.dir, cache.uid).map_err(|e| e.kind().to_string())?;
         dir.write_atomic(CACHE_FILE, &bytes).map_err(|e| e.to_string())
     });
     match result {
