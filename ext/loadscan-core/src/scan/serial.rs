@@ -1,5 +1,5 @@
 //! The serial walker: the simplest correct walker, with a `stat` per entry through `std::fs`.
-//! Slow on purpose and independent of `readdir.rs`/`walk.rs`; every test case checks the fast
+//! Slow on purpose and independent of `readdir.rs`/`step.rs`; every test case checks the fast
 //! walker against it (the reference, as walkdir's tests use theirs).
 
 use std::io;

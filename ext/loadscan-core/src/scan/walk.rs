@@ -16,7 +16,8 @@
 //! per directory as a full scan (8 µs with a warm dentry cache: `examples/lazy.rs`).
 //!
 //! The same walker runs in three [`Mode`]s: a full scan, the listing of one deferred
-//! directory, and the relisting of changed directories (`refresh.rs`).
+//! directory, and the relisting of changed directories (`refresh.rs`). Listing one directory is
+//! one step of it (`step.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
