@@ -132,6 +132,10 @@ fn a_cache_dir_is_used_only_when_no_one_else_can_change_it() {
     t.file("ok/file");
     refused(CacheDir::open(&t.path("ok/file"), uid));
     refused(CacheDir::open(&t.path("ok/file/sub"), uid));
+    // A symlink loop on the way: refused at the link, once past the bound.
+    t.link("ok/loop", "loop");
+    let why = refused(CacheDir::open(&t.path("ok/loop/cache"), uid));
+    assert!(why.starts_with(&format!("{} is a symlink past the", t.path("ok/loop").display())), "{why}");
 
     // Owned by another user (not root): the dir, a dir above it, or a symlink on the way.
     // Only root can give files away; as another user this user's dirs are the foreign ones.
