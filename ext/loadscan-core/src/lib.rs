@@ -33,15 +33,16 @@ pub use scan::{
 };
 pub use session::{Counters, Figure, Json, Problem, Requires, Rescan, Saved, Session, Settings, Stats, Timings};
 pub use store::{
-    bound_dead_roots, encode, load, write_atomic, Bytes, CacheDir, CacheFile, DirError, LoadError, Opened, RootRecord,
-    Snapshot, TrustPolicy, Validation, CACHE_FILE, CACHE_FILES, DEAD_ROOTS_MIN, FORMAT_VERSION, LAST_BOOT_FILE,
-    MAX_FILE_LEN, RACY_NS,
+    bound_dead_roots, encode, load, write_atomic, Bytes, CacheDir, CacheFile, DirError, DirErrorKind, LoadError,
+    LoadErrorKind, Opened, RootRecord, Snapshot, TrustPolicy, Validation, CACHE_FILE, CACHE_FILES, DEAD_ROOTS_MIN,
+    FORMAT_VERSION, LAST_BOOT_FILE, MAX_FILE_LEN, RACY_NS,
 };
 
 mod blocking;
 mod hash;
 mod index;
 mod realpath;
+mod relpath;
 mod scan;
 mod session;
 mod store;

@@ -4,9 +4,14 @@
 mod common;
 
 use common::{cold, euid, is_root, me, policy, TempTree, ENV};
-use loadscan_core::{load, write_atomic, CacheDir, DirError, LoadError, TrustPolicy};
+use loadscan_core::{load, write_atomic, CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind, TrustPolicy};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
+
+/// What was wrong with the cache file, if anything was.
+fn failure<T>(r: Result<T, LoadError>) -> Option<LoadErrorKind> {
+    r.err().map(LoadError::into_kind)
+}
 
 #[test]
 fn files_are_trusted_only_when_owned_by_us_or_root_and_not_shared() {
@@ -29,26 +34,34 @@ fn files_are_trusted_only_when_owned_by_us_or_root_and_not_shared() {
     if uid == 0 {
         assert!(other.is_ok());
     } else {
-        assert!(matches!(other, Err(LoadError::Untrusted(_))));
+        assert!(matches!(failure(other), Some(LoadErrorKind::Untrusted(_))));
     }
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
-    assert!(matches!(load(&path, ENV, TrustPolicy { uid }), Err(LoadError::Untrusted(_))));
-    assert!(matches!(load(&path, b"other-env", TrustPolicy { uid }), Err(LoadError::Untrusted(_))));
+    assert!(matches!(failure(load(&path, ENV, TrustPolicy { uid })), Some(LoadErrorKind::Untrusted(_))));
+    assert!(matches!(failure(load(&path, b"other-env", TrustPolicy { uid })), Some(LoadErrorKind::Untrusted(_))));
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    assert!(matches!(load(&path, b"other-env", TrustPolicy { uid }), Err(LoadError::Stale(_))));
-    assert!(matches!(load(&dir.join("none"), ENV, TrustPolicy { uid }), Err(LoadError::Missing)));
-    assert!(matches!(load(&dir, ENV, TrustPolicy { uid }), Err(LoadError::NotAFile)));
+    assert!(matches!(failure(load(&path, b"other-env", TrustPolicy { uid })), Some(LoadErrorKind::Stale(_))));
+    // The error names the file, in one line, as a warning shows it.
+    let Err(stale) = load(&path, b"other-env", TrustPolicy { uid }) else { panic!("loaded") };
+    assert_eq!(stale.path(), path);
+    assert_eq!(
+        stale.to_string(),
+        format!("outdated cache (written by another Ruby or loadscan version): {}", path.display())
+    );
+    assert!(matches!(failure(load(&dir.join("none"), ENV, TrustPolicy { uid })), Some(LoadErrorKind::Missing)));
+    assert!(matches!(failure(load(&dir, ENV, TrustPolicy { uid })), Some(LoadErrorKind::NotAFile)));
     std::os::unix::fs::symlink(&path, dir.join("link")).unwrap();
-    assert!(matches!(load(&dir.join("link"), ENV, TrustPolicy { uid }), Err(LoadError::NotAFile)));
+    assert!(matches!(failure(load(&dir.join("link"), ENV, TrustPolicy { uid })), Some(LoadErrorKind::NotAFile)));
     t.fifo("cache/fifo");
-    assert!(matches!(load(&t.path("cache/fifo"), ENV, TrustPolicy { uid }), Err(LoadError::NotAFile)));
+    assert!(matches!(failure(load(&t.path("cache/fifo"), ENV, TrustPolicy { uid })), Some(LoadErrorKind::NotAFile)));
 }
 
 // ---- The cache directory: planted symlinks, shared and foreign directories ----
 
+/// The refusal's message, the path and what is wrong with it.
 fn refused(r: Result<Option<CacheDir>, DirError>) -> String {
     match r {
-        Err(DirError::Refused(why)) => why,
+        Err(e) if matches!(e.kind(), DirErrorKind::Refused { .. }) => e.kind().to_string(),
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
@@ -119,6 +132,10 @@ fn a_cache_dir_is_used_only_when_no_one_else_can_change_it() {
     t.file("ok/file");
     refused(CacheDir::open(&t.path("ok/file"), uid));
     refused(CacheDir::open(&t.path("ok/file/sub"), uid));
+    // A symlink loop on the way: refused at the link, once past the bound.
+    t.link("ok/loop", "loop");
+    let why = refused(CacheDir::open(&t.path("ok/loop/cache"), uid));
+    assert!(why.starts_with(&format!("{} is a symlink past the", t.path("ok/loop").display())), "{why}");
 
     // Owned by another user (not root): the dir, a dir above it, or a symlink on the way.
     // Only root can give files away; as another user this user's dirs are the foreign ones.
@@ -161,7 +178,7 @@ fn a_cache_dir_is_created_with_safe_modes_and_only_loadscan_files_are_replaced()
     std::fs::remove_file(t.path("a/b/cache/loadscan.cache")).unwrap();
     std::os::unix::fs::symlink(t.path("elsewhere"), t.path("a/b/cache/loadscan.cache")).unwrap();
     assert!(!dir.replaceable("loadscan.cache").unwrap());
-    assert!(matches!(dir.load("loadscan.cache", ENV), Err(LoadError::NotAFile)));
+    assert!(matches!(failure(dir.load("loadscan.cache", ENV)), Some(LoadErrorKind::NotAFile)));
     assert!(dir.write_atomic("loadscan.cache", &bytes).is_err());
     assert!(!t.path("elsewhere").exists());
     // Nothing left behind by the refused writes.

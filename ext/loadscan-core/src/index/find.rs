@@ -3,8 +3,9 @@
 //! settle a miss (is it sure? [`Index::confirm_missing`]), and give the file's path — or why
 //! Ruby's own search must answer.
 
-use super::{path_of_bytes, Index, Life, Located, Query, Reason, RootId, Want};
+use super::{path_of_bytes, Index, Located, Query, Reason, RootId, Want};
 use crate::blocking::Blocking;
+use crate::relpath;
 use crate::scan::{list_deferred, DirRecord, Kind};
 use crate::store::stamp_differs;
 
@@ -53,7 +54,7 @@ impl Index {
     /// gem (`bundle open`, a distribution update) shows only here. A miss is rare and raises;
     /// hits never pay for this.
     pub fn confirm_missing(&self, stem: &[u8]) -> bool {
-        let rel = stem.iter().rposition(|&c| c == b'/').map_or(&stem[..0], |i| &stem[..i]);
+        let rel = relpath::parent(stem);
         self.roots.iter().enumerate().all(|(id, root)| {
             if root.is_retired() || self.ranked(id as RootId).is_none() {
                 return true;
@@ -81,9 +82,11 @@ impl Index {
         if let Some(rec) = root.listed_here().into_iter().flat_map(|l| &l.dirs).find(|d| d.rel == rel) {
             return Some(rec.clone());
         }
-        let Life::Cached { slot, .. } = root.life else { return None };
+        if !root.is_cached() {
+            return None;
+        }
         let snapshot = self.snapshot.as_ref()?;
-        snapshot.find_dir(&snapshot.root(slot as usize)?, rel)
+        snapshot.find_dir(&snapshot.root(id as usize)?, rel)
     }
 }
 

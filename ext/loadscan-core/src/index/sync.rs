@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use rustc_hash::FxHashMap;
 
-use super::{bytes, is_under, now_ns, Index, Life, RootId};
+use super::{bytes, now_ns, Index, Life, RootId};
+use crate::relpath::is_under;
 use crate::scan::{refresh, scan_roots, ScanOptions, ScanProblem};
 use crate::store::{check_root, Freshness, RootView, Validation};
 
@@ -37,8 +38,8 @@ pub struct SyncReport {
     pub problems: Vec<ScanProblem>,
 }
 
-/// A cached root to revalidate: its id, snapshot slot, whether it is volatile now, its path.
-type ToCheck<'a> = (RootId, u32, bool, &'a PathBuf);
+/// A cached root to revalidate: its id (its snapshot slot), whether it is volatile now, its path.
+type ToCheck<'a> = (RootId, bool, &'a PathBuf);
 
 fn is_stable(path: &std::path::Path, policy: &SyncPolicy) -> bool {
     policy.stable.iter().any(|s| is_under(bytes(path), bytes(s)))
@@ -62,20 +63,20 @@ impl Index {
                 continue;
             };
             let root = &self.roots[id as usize];
-            if let Life::Cached { slot, revalidated: false, .. } = root.life {
+            if let Life::Cached { revalidated: false, .. } = root.life {
                 let volatile = !is_stable(path, policy);
                 if volatile && !root.volatile {
                     // Cached as stable (checked at its top directory alone, so its deeper
                     // records may be stale): cannot be checked directory by directory.
                     to_scan.push(path.clone());
                 } else {
-                    to_check.push((id, slot, volatile, path));
+                    to_check.push((id, volatile, path));
                 }
             }
         }
         let verdicts = self.check_roots(&to_check, policy.validation);
         let snapshot = self.snapshot.take();
-        for ((id, slot, volatile, path), verdict) in to_check.into_iter().zip(verdicts) {
+        for ((id, volatile, path), verdict) in to_check.into_iter().zip(verdicts) {
             match verdict {
                 Freshness::Fresh => {
                     report.fresh += 1;
@@ -85,7 +86,7 @@ impl Index {
                 }
                 Freshness::Rescan => to_scan.push(path.clone()),
                 Freshness::Refresh(dirs) => {
-                    let old = snapshot.as_ref().and_then(|s| s.root(slot as usize).and_then(|v| s.listing(&v, slot)));
+                    let old = snapshot.as_ref().and_then(|s| s.root(id as usize).and_then(|v| s.listing(&v, id)));
                     match old {
                         Some(old) => {
                             let started = now_ns();
@@ -120,8 +121,7 @@ impl Index {
     /// start (0.3 against 0.57 ms for the 200-gem fixture's 214 roots).
     fn check_roots(&self, roots: &[ToCheck], validation: Validation) -> Vec<Freshness> {
         let Some(snapshot) = &self.snapshot else { return roots.iter().map(|_| Freshness::Rescan).collect() };
-        let views: Vec<_> =
-            roots.iter().map(|&(_, slot, volatile, _)| (snapshot.root(slot as usize), volatile)).collect();
+        let views: Vec<_> = roots.iter().map(|&(id, volatile, _)| (snapshot.root(id as usize), volatile)).collect();
         let check = |(view, volatile): &(Option<RootView>, bool)| match view {
             Some(view) => check_root(snapshot, view, *volatile, validation),
             None => Freshness::Rescan,

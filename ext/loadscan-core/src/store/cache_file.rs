@@ -8,7 +8,7 @@ use std::io;
 use std::path::PathBuf;
 
 use super::names::{CACHE_FILE, CACHE_FILES, LAST_BOOT_FILE};
-use super::{bound_dead_roots, encode, CacheDir, LoadError, RootRecord, Snapshot};
+use super::{bound_dead_roots, encode, CacheDir, DirError, LoadErrorKind, RootRecord, Snapshot};
 
 /// Roots off the load path this long are dropped from the cache when it is written.
 const PRUNE_AFTER_S: i64 = 30 * 24 * 3600;
@@ -54,10 +54,10 @@ impl CacheFile {
         };
         match dir.load(CACHE_FILE, &self.env) {
             Ok(snapshot) => Opened { snapshot: Some(snapshot), warning: None, writable: true },
-            Err(LoadError::Missing | LoadError::Stale(_)) => fresh(None, true),
+            Err(e) if matches!(e.kind(), LoadErrorKind::Missing | LoadErrorKind::Stale(_)) => fresh(None, true),
             Err(e) => match dir.replaceable(CACHE_FILE) {
-                Ok(true) => fresh(Some(format!("{e}: {}; scanning instead", self.path().display())), true),
-                _ => fresh(Some(format!("{e}: {}; scanning instead, not replacing it", self.path().display())), false),
+                Ok(true) => fresh(Some(format!("{e}; scanning instead")), true),
+                _ => fresh(Some(format!("{e}; scanning instead, not replacing it")), false),
             },
         }
     }
@@ -86,13 +86,18 @@ impl CacheFile {
         Ok(())
     }
 
-    fn write(&self, name: &str, bytes: &[u8], create: bool) -> io::Result<PathBuf> {
+    /// Writes `name` in the cache dir (created if `create`); the error is a phrase that
+    /// follows the directory's name.
+    fn write(&self, name: &str, bytes: &[u8], create: bool) -> Result<PathBuf, String> {
         let dir = match create {
-            true => CacheDir::create(&self.dir, self.uid),
-            false => CacheDir::open(&self.dir, self.uid)
-                .and_then(|d| d.ok_or_else(|| io::Error::from(io::ErrorKind::NotFound).into())),
+            true => CacheDir::create(&self.dir, self.uid).map(Some),
+            false => CacheDir::open(&self.dir, self.uid),
         };
-        dir.map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?.write_atomic(name, bytes)
+        match dir {
+            Ok(Some(dir)) => dir.write_atomic(name, bytes).map_err(|e| e.to_string()),
+            Ok(None) => Err(io::Error::from(io::ErrorKind::NotFound).to_string()),
+            Err(e) => Err(e.kind().to_string()),
+        }
     }
 
     /// Deletes the cache and the last boot's figures (regular files or symlinks of those names)
@@ -115,7 +120,7 @@ impl CacheFile {
         Ok(removed)
     }
 
-    fn not_using_dir(&self, e: &dyn std::fmt::Display) -> String {
-        format!("not using the cache dir {}: {e}; booting without a cache", self.dir.display())
+    fn not_using_dir(&self, e: &DirError) -> String {
+        format!("not using the cache dir {e}; booting without a cache")
     }
 }

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::cache_dir::{trusted_owner, CacheDir};
-use super::error::{DirError, LoadError};
+use super::error::{DirErrorKind, LoadError, LoadErrorKind};
 use super::layout::header;
 use super::names::signature;
 use super::snapshot::{check_header, Snapshot};
@@ -46,24 +46,28 @@ pub struct TrustPolicy {
 impl CacheDir {
     /// Loads and checks the cache file `name` for the environment key `env`.
     pub fn load(&self, name: &str, env: &[u8]) -> Result<Snapshot, LoadError> {
+        self.read(name, env).map_err(|kind| LoadError::new(self.path.join(name), kind))
+    }
+
+    fn read(&self, name: &str, env: &[u8]) -> Result<Snapshot, LoadErrorKind> {
         let mut file = sys::open_file(self, name)?;
-        let len = file.metadata().map_err(LoadError::Io)?.len();
+        let len = file.metadata().map_err(LoadErrorKind::Io)?.len();
         let mut head = [0u8; header::LEN];
         let mut got = 0;
         while got < header::LEN {
             match file.read(&mut head[got..]) {
-                Ok(0) => return Err(LoadError::Corrupt("not a loadscan cache (bad magic or too short)")),
+                Ok(0) => return Err(LoadErrorKind::Corrupt("not a loadscan cache (bad magic or too short)")),
                 Ok(n) => got += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(LoadError::Io(e)),
+                Err(e) => return Err(LoadErrorKind::Io(e)),
             }
         }
         check_header(&head, len)?;
         if len > MAX_FILE_LEN {
-            return Err(LoadError::Corrupt("larger than a cache can be (256 MiB)"));
+            return Err(LoadErrorKind::Corrupt("larger than a cache can be (256 MiB)"));
         }
-        file.rewind().map_err(LoadError::Io)?;
-        let bytes = super::buffer::read_all(&mut file, len as usize).map_err(LoadError::Io)?;
+        file.rewind().map_err(LoadErrorKind::Io)?;
+        let bytes = super::buffer::read_all(&mut file, len as usize).map_err(LoadErrorKind::Io)?;
         Snapshot::parse(bytes, env)
     }
 
@@ -109,28 +113,28 @@ impl CacheDir {
 /// Loads and checks the cache file at `path` (its directory is checked as [`CacheDir::open`]
 /// does) for the environment key `env`.
 pub fn load(path: &Path, env: &[u8], trust: TrustPolicy) -> Result<Snapshot, LoadError> {
-    let (dir, name) = split(path).map_err(|e| LoadError::Untrusted(e.to_string()))?;
+    let fail = |kind| Err(LoadError::new(path.to_path_buf(), kind));
+    let Some((dir, name)) = split(path) else {
+        return fail(LoadErrorKind::Untrusted("not a cache file path".into()));
+    };
     match CacheDir::open(dir, trust.uid) {
         Ok(Some(d)) => d.load(name, env),
-        Ok(None) => Err(LoadError::Missing),
-        Err(DirError::Refused(why)) => Err(LoadError::Untrusted(why)),
-        Err(DirError::Io(e)) => Err(LoadError::Io(e)),
+        Ok(None) => fail(LoadErrorKind::Missing),
+        Err(e) => match e.into_kind() {
+            refused @ DirErrorKind::Refused { .. } => fail(LoadErrorKind::Untrusted(refused.to_string())),
+            DirErrorKind::Io(e) => fail(LoadErrorKind::Io(e)),
+        },
     }
 }
 
 /// Writes `bytes` to `dir/name` (see [`CacheDir::write_atomic`]), creating `dir` if needed.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], trust: TrustPolicy) -> io::Result<PathBuf> {
-    let d = CacheDir::create(dir, trust.uid).map_err(|e| match e {
-        DirError::Io(e) => e,
-        DirError::Refused(why) => io::Error::new(io::ErrorKind::PermissionDenied, why),
-    })?;
-    d.write_atomic(name, bytes)
+    CacheDir::create(dir, trust.uid)?.write_atomic(name, bytes)
 }
 
-fn split(path: &Path) -> Result<(&Path, &str), DirError> {
-    let bad = || DirError::Refused(format!("{}: not a cache file path", path.display()));
-    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(bad)?;
-    Ok((path.parent().ok_or_else(bad)?, name))
+/// The directory and the name of the cache file `path`.
+fn split(path: &Path) -> Option<(&Path, &str)> {
+    Some((path.parent()?, path.file_name()?.to_str()?))
 }
 
 /// Whether the file's first bytes are `signature`.
@@ -146,13 +150,13 @@ fn now_tag() -> u128 {
 /// Whether a cache file with this owner and mode may be read by `euid`: its own, or root's (a
 /// cache built as root — a Docker image layer — served read-only to the app's user; root can
 /// change anything anyway, so trusting its file adds nothing an attacker could use).
-fn file_refusal(uid: u32, mode: Mode, euid: u32) -> Option<LoadError> {
+fn file_refusal(uid: u32, mode: Mode, euid: u32) -> Option<LoadErrorKind> {
     if !trusted_owner(uid, euid) {
-        return Some(LoadError::Untrusted(format!("owned by uid {uid}, not by root or uid {euid}")));
+        return Some(LoadErrorKind::Untrusted(format!("owned by uid {uid}, not by root or uid {euid}")));
     }
     if mode.intersects(Mode::WGRP | Mode::WOTH) {
         let perms = mode & (Mode::RWXU | Mode::RWXG | Mode::RWXO);
-        return Some(LoadError::Untrusted(format!("writable by group or others (mode {:o})", perms.bits())));
+        return Some(LoadErrorKind::Untrusted(format!("writable by group or others (mode {:o})", perms.bits())));
     }
     None
 }
@@ -171,18 +175,18 @@ mod sys {
     use rustix::io::Errno;
     use std::fs::File;
 
-    pub(super) fn open_file(dir: &CacheDir, name: &str) -> Result<File, LoadError> {
+    pub(super) fn open_file(dir: &CacheDir, name: &str) -> Result<File, LoadErrorKind> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let file = match openat(&dir.fd, name, flags, Mode::empty()) {
             Ok(fd) => File::from(fd),
-            Err(Errno::NOENT) => return Err(LoadError::Missing),
+            Err(Errno::NOENT) => return Err(LoadErrorKind::Missing),
             // A symlink (ELOOP under O_NOFOLLOW), or a device that refuses to be opened so.
-            Err(Errno::LOOP | Errno::NXIO) => return Err(LoadError::NotAFile),
-            Err(e) => return Err(LoadError::Io(e.into())),
+            Err(Errno::LOOP | Errno::NXIO) => return Err(LoadErrorKind::NotAFile),
+            Err(e) => return Err(LoadErrorKind::Io(e.into())),
         };
-        let st = rustix::fs::fstat(&file).map_err(|e| LoadError::Io(e.into()))?;
+        let st = rustix::fs::fstat(&file).map_err(|e| LoadErrorKind::Io(e.into()))?;
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Err(LoadError::NotAFile);
+            return Err(LoadErrorKind::NotAFile);
         }
         match file_refusal(st.st_uid, Mode::from_raw_mode(st.st_mode), dir.euid) {
             Some(e) => Err(e),
@@ -272,20 +276,20 @@ mod portable {
     use std::fs::{File, OpenOptions};
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 
-    pub(super) fn open_file(dir: &CacheDir, name: &str) -> Result<File, LoadError> {
+    pub(super) fn open_file(dir: &CacheDir, name: &str) -> Result<File, LoadErrorKind> {
         let path = dir.path.join(name);
         let before = match std::fs::symlink_metadata(&path) {
             Ok(md) => md,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(LoadError::Missing),
-            Err(e) => return Err(LoadError::Io(e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(LoadErrorKind::Missing),
+            Err(e) => return Err(LoadErrorKind::Io(e)),
         };
         if !before.file_type().is_file() {
-            return Err(LoadError::NotAFile);
+            return Err(LoadErrorKind::NotAFile);
         }
-        let file = File::open(&path).map_err(LoadError::Io)?;
-        let md = file.metadata().map_err(LoadError::Io)?;
+        let file = File::open(&path).map_err(LoadErrorKind::Io)?;
+        let md = file.metadata().map_err(LoadErrorKind::Io)?;
         if (md.dev(), md.ino()) != (before.dev(), before.ino()) || !md.is_file() {
-            return Err(LoadError::NotAFile);
+            return Err(LoadErrorKind::NotAFile);
         }
         match file_refusal(md.uid(), Mode::from_bits_truncate(md.mode() as _), dir.euid) {
             Some(e) => Err(e),
@@ -301,8 +305,8 @@ mod portable {
 
     pub(super) fn replaceable(dir: &CacheDir, name: &str) -> io::Result<bool> {
         match open_file(dir, name) {
-            Err(LoadError::Missing) => Ok(true),
-            Err(LoadError::Io(e)) => Err(e),
+            Err(LoadErrorKind::Missing) => Ok(true),
+            Err(LoadErrorKind::Io(e)) => Err(e),
             Err(_) => Ok(false),
             Ok(mut f) => Ok(f.metadata()?.len() == 0 || starts_with(&mut f, signature(name))),
         }
