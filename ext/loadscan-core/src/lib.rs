@@ -33,9 +33,9 @@ pub use scan::{
 };
 pub use session::{Counters, Figure, Json, Problem, Requires, Rescan, Saved, Session, Settings, Stats, Timings};
 pub use store::{
-    bound_dead_roots, encode, load, write_atomic, Bytes, CacheDir, CacheFile, DirError, DirErrorKind, LoadError,
-    LoadErrorKind, Opened, RootRecord, Snapshot, TrustPolicy, Validation, CACHE_FILE, CACHE_FILES, DEAD_ROOTS_MIN,
-    FORMAT_VERSION, LAST_BOOT_FILE, MAX_FILE_LEN, RACY_NS,
+    bound_dead_roots, encode, Bytes, CacheDir, CacheFile, DirError, DirErrorKind, LoadError, LoadErrorKind, Opened,
+    RootRecord, Snapshot, Validation, CACHE_FILE, CACHE_FILES, DEAD_ROOTS_MIN, FORMAT_VERSION, LAST_BOOT_FILE,
+    MAX_FILE_LEN, RACY_NS,
 };
 
 mod blocking;

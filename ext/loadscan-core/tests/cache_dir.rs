@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{cold, euid, is_root, me, policy, TempTree, ENV};
-use loadscan_core::{load, write_atomic, CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind, TrustPolicy};
+use common::{cold, euid, is_root, load, policy, write_atomic, TempTree, ENV};
+use loadscan_core::{CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
@@ -19,10 +19,10 @@ fn files_are_trusted_only_when_owned_by_us_or_root_and_not_shared() {
     t.file("e/a.rb");
     let (_, bytes) = cold(&[t.path("e")], &policy(), false);
     let dir = t.path("cache");
-    let path = write_atomic(&dir, "loadscan.cache", &bytes, me()).unwrap();
+    let path = write_atomic(&dir, "loadscan.cache", &bytes).unwrap();
     let meta = std::fs::metadata(&path).unwrap();
     let uid = meta.uid();
-    assert!(load(&path, ENV, TrustPolicy { uid }).is_ok());
+    assert!(load(&path, ENV, uid).is_ok());
     assert_eq!(meta.mode() & 0o022, 0, "never writable by others");
     // Readable as the umask allows (a cache built as root serves other users): as a file made
     // with mode 0644 here.
@@ -30,30 +30,30 @@ fn files_are_trusted_only_when_owned_by_us_or_root_and_not_shared() {
     std::fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(&probe).unwrap();
     assert_eq!(meta.mode() & 0o777, std::fs::metadata(&probe).unwrap().mode() & 0o777);
     // Another user trusts a file only when root owns it (root can change anything anyway).
-    let other = load(&path, ENV, TrustPolicy { uid: uid + 1 });
+    let other = load(&path, ENV, uid + 1);
     if uid == 0 {
         assert!(other.is_ok());
     } else {
         assert!(matches!(failure(other), Some(LoadErrorKind::Untrusted(_))));
     }
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
-    assert!(matches!(failure(load(&path, ENV, TrustPolicy { uid })), Some(LoadErrorKind::Untrusted(_))));
-    assert!(matches!(failure(load(&path, b"other-env", TrustPolicy { uid })), Some(LoadErrorKind::Untrusted(_))));
+    assert!(matches!(failure(load(&path, ENV, uid)), Some(LoadErrorKind::Untrusted(_))));
+    assert!(matches!(failure(load(&path, b"other-env", uid)), Some(LoadErrorKind::Untrusted(_))));
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    assert!(matches!(failure(load(&path, b"other-env", TrustPolicy { uid })), Some(LoadErrorKind::Stale(_))));
+    assert!(matches!(failure(load(&path, b"other-env", uid)), Some(LoadErrorKind::Stale(_))));
     // The error names the file, in one line, as a warning shows it.
-    let Err(stale) = load(&path, b"other-env", TrustPolicy { uid }) else { panic!("loaded") };
+    let Err(stale) = load(&path, b"other-env", uid) else { panic!("loaded") };
     assert_eq!(stale.path(), path);
     assert_eq!(
         stale.to_string(),
         format!("outdated cache (written by another Ruby or loadscan version): {}", path.display())
     );
-    assert!(matches!(failure(load(&dir.join("none"), ENV, TrustPolicy { uid })), Some(LoadErrorKind::Missing)));
-    assert!(matches!(failure(load(&dir, ENV, TrustPolicy { uid })), Some(LoadErrorKind::NotAFile)));
+    assert!(matches!(failure(load(&dir.join("none"), ENV, uid)), Some(LoadErrorKind::Missing)));
+    assert!(matches!(failure(load(&dir, ENV, uid)), Some(LoadErrorKind::NotAFile)));
     std::os::unix::fs::symlink(&path, dir.join("link")).unwrap();
-    assert!(matches!(failure(load(&dir.join("link"), ENV, TrustPolicy { uid })), Some(LoadErrorKind::NotAFile)));
+    assert!(matches!(failure(load(&dir.join("link"), ENV, uid)), Some(LoadErrorKind::NotAFile)));
     t.fifo("cache/fifo");
-    assert!(matches!(failure(load(&t.path("cache/fifo"), ENV, TrustPolicy { uid })), Some(LoadErrorKind::NotAFile)));
+    assert!(matches!(failure(load(&t.path("cache/fifo"), ENV, uid)), Some(LoadErrorKind::NotAFile)));
 }
 
 // ---- The cache directory: planted symlinks, shared and foreign directories ----
@@ -86,8 +86,8 @@ fn a_cache_dir_is_used_only_when_no_one_else_can_change_it() {
     t.link("ok/planted", t.path("victim").to_str().unwrap());
     assert!(refused(CacheDir::open(&t.path("ok/planted"), uid)).contains("symlink"));
     let (_, bytes) = cold(&[t.path("victim")], &policy(), false);
-    assert!(write_atomic(&t.path("ok/planted"), "loadscan.cache", &bytes, me()).is_err());
-    assert!(write_atomic(&t.path("ok/planted"), "index", &bytes, me()).is_err());
+    assert!(write_atomic(&t.path("ok/planted"), "loadscan.cache", &bytes).is_err());
+    assert!(write_atomic(&t.path("ok/planted"), "index", &bytes).is_err());
     assert_eq!(std::fs::read(t.path("victim/loadscan.cache")).unwrap(), b"precious");
     assert_eq!(std::fs::read(t.path("victim/index")).unwrap(), b"");
     // A dangling one is not created through either.

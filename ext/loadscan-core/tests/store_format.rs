@@ -2,10 +2,8 @@
 
 mod common;
 
-use common::{answer, cold, euid, lazy_policy, me, policy, Rng, TempTree, ENV};
-use loadscan_core::{
-    encode, load, write_atomic, CacheDir, LoadError, LoadErrorKind, Snapshot, TrustPolicy, MAX_FILE_LEN,
-};
+use common::{answer, cold, euid, lazy_policy, load, policy, write_atomic, Rng, TempTree, ENV};
+use loadscan_core::{encode, CacheDir, LoadError, LoadErrorKind, Snapshot, MAX_FILE_LEN};
 use loadscan_core::{scan_roots, ScanOptions};
 use loadscan_core::{Index, SyncPolicy};
 use std::os::unix::fs::MetadataExt;
@@ -126,16 +124,16 @@ fn large_caches_load_from_disk() {
         .collect();
     let bytes = encode(&records, ENV);
     assert!(bytes.len() > 512 << 10, "{} bytes", bytes.len());
-    let path = write_atomic(&t.path("cache"), "loadscan.cache", &bytes, me()).unwrap();
+    let path = write_atomic(&t.path("cache"), "loadscan.cache", &bytes).unwrap();
     let uid = std::fs::metadata(&path).unwrap().uid();
-    let mut index = Index::from_snapshot(b"so", load(&path, ENV, TrustPolicy { uid }).expect("loads"));
+    let mut index = Index::from_snapshot(b"so", load(&path, ENV, uid).expect("loads"));
     let order: Vec<PathBuf> = (0..40).map(|r| t.path(&format!("g{r}"))).collect();
     index.set_order(&order);
     assert_eq!(answer(&mut index, "g39/sub/f999"), format!("{}/g39/sub/f999.rb", t.path("g39").display()));
     assert_eq!(answer(&mut index, "g39/sub/f1000"), "missing");
     // Truncated on disk: rejected, never read past the end.
     std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
-    assert!(matches!(failure(load(&path, ENV, TrustPolicy { uid })), Some(LoadErrorKind::Corrupt(_))));
+    assert!(matches!(failure(load(&path, ENV, uid)), Some(LoadErrorKind::Corrupt(_))));
 }
 
 // ---- Sizes: the header first, then the size against it and a bound ----

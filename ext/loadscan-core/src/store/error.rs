@@ -32,7 +32,8 @@ pub enum LoadErrorKind {
 }
 
 impl LoadError {
-    pub(crate) fn new(path: PathBuf, kind: LoadErrorKind) -> Self {
+    /// What was wrong with the cache file at `path`.
+    pub fn new(path: PathBuf, kind: LoadErrorKind) -> Self {
         LoadError { path, kind }
     }
 

@@ -20,11 +20,11 @@
 
 use rustix::fs::Mode;
 use std::io::{self, Read, Seek, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use super::cache_dir::{trusted_owner, CacheDir};
-use super::error::{DirErrorKind, LoadError, LoadErrorKind};
+use super::error::{LoadError, LoadErrorKind};
 use super::layout::header;
 use super::names::signature;
 use super::snapshot::{check_header, Snapshot};
@@ -35,13 +35,6 @@ use super::snapshot::{check_header, Snapshot};
 /// (a sparse file claims any size at no disk cost) from costing more than that, or from
 /// aborting the process on a failed allocation.
 pub const MAX_FILE_LEN: u64 = 256 << 20;
-
-/// Who may have written a cache file we trust.
-#[derive(Clone, Copy, Debug)]
-pub struct TrustPolicy {
-    /// The effective uid of this process: the file must be owned by it (or by root).
-    pub uid: u32,
-}
 
 impl CacheDir {
     /// Loads and checks the cache file `name` for the environment key `env`.
@@ -108,33 +101,6 @@ impl CacheDir {
         }
         result
     }
-}
-
-/// Loads and checks the cache file at `path` (its directory is checked as [`CacheDir::open`]
-/// does) for the environment key `env`.
-pub fn load(path: &Path, env: &[u8], trust: TrustPolicy) -> Result<Snapshot, LoadError> {
-    let fail = |kind| Err(LoadError::new(path.to_path_buf(), kind));
-    let Some((dir, name)) = split(path) else {
-        return fail(LoadErrorKind::Untrusted("not a cache file path".into()));
-    };
-    match CacheDir::open(dir, trust.uid) {
-        Ok(Some(d)) => d.load(name, env),
-        Ok(None) => fail(LoadErrorKind::Missing),
-        Err(e) => match e.into_kind() {
-            refused @ DirErrorKind::Refused { .. } => fail(LoadErrorKind::Untrusted(refused.to_string())),
-            DirErrorKind::Io(e) => fail(LoadErrorKind::Io(e)),
-        },
-    }
-}
-
-/// Writes `bytes` to `dir/name` (see [`CacheDir::write_atomic`]), creating `dir` if needed.
-pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], trust: TrustPolicy) -> io::Result<PathBuf> {
-    CacheDir::create(dir, trust.uid)?.write_atomic(name, bytes)
-}
-
-/// The directory and the name of the cache file `path`.
-fn split(path: &Path) -> Option<(&Path, &str)> {
-    Some((path.parent()?, path.file_name()?.to_str()?))
 }
 
 /// Whether the file's first bytes are `signature`.

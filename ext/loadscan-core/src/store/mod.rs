@@ -56,7 +56,7 @@ pub use buffer::Bytes;
 pub use cache_dir::CacheDir;
 pub use cache_file::{CacheFile, Opened};
 pub use error::{DirError, DirErrorKind, LoadError, LoadErrorKind};
-pub use file::{load, write_atomic, TrustPolicy, MAX_FILE_LEN};
+pub use file::MAX_FILE_LEN;
 pub use format::{bound_dead_roots, encode, RootRecord, DEAD_ROOTS_MIN, FORMAT_VERSION};
 pub use names::{CACHE_FILE, CACHE_FILES, LAST_BOOT_FILE};
 pub use snapshot::{RootView, Snapshot};

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use loadscan_core::ScanOptions;
-use loadscan_core::{encode, RootRecord, Snapshot, SyncReport, TrustPolicy, Validation};
+use loadscan_core::{encode, CacheDir, LoadError, LoadErrorKind, RootRecord, Snapshot, SyncReport, Validation};
 use loadscan_core::{InPlace, Index, Reason, SyncPolicy};
 use std::os::unix::fs::symlink;
 use std::os::unix::fs::MetadataExt;
@@ -214,7 +214,19 @@ pub fn euid() -> u32 {
     std::fs::metadata(&t.root).unwrap().uid()
 }
 
-/// Trust what this test process creates.
-pub fn me() -> TrustPolicy {
-    TrustPolicy { uid: euid() }
+/// Loads the cache file at `path` for the user `uid`, as a boot does (the directory checked
+/// first, a refusal of it reported as an untrusted file).
+pub fn load(path: &Path, env: &[u8], uid: u32) -> Result<Snapshot, LoadError> {
+    let fail = |kind| Err(LoadError::new(path.to_path_buf(), kind));
+    let (dir, name) = (path.parent().unwrap(), path.file_name().unwrap().to_str().unwrap());
+    match CacheDir::open(dir, uid) {
+        Ok(Some(d)) => d.load(name, env),
+        Ok(None) => fail(LoadErrorKind::Missing),
+        Err(e) => fail(LoadErrorKind::Untrusted(e.to_string())),
+    }
+}
+
+/// Writes `bytes` to `dir/name` as this test process's user, creating `dir` if needed.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    CacheDir::create(dir, euid())?.write_atomic(name, bytes)
 }
