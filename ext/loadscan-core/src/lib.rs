@@ -8,8 +8,8 @@
 //! use std::path::PathBuf;
 //!
 //! let order = vec![PathBuf::from("/app/lib"), PathBuf::from("/usr/lib/ruby/3.1.0")];
-//! // eager_depth 0: list each entry's own directory now, subdirectories when a lookup needs them
-//! let scan = ScanOptions { eager_depth: 0, ..ScanOptions::default() };
+//! // the default, as loadscan ships: each entry's own directory now, the rest when needed
+//! let scan = ScanOptions::default();
 //! let policy = SyncPolicy { scan, validation: Validation::Mtime, stable: vec![] };
 //! let mut index = Index::new(b"so");
 //! index.sync(&order, &policy); // lists what it has not seen, then ranks
@@ -20,23 +20,29 @@
 //! ```
 #![deny(missing_docs)]
 
+pub use blocking::{Blocking, InPlace};
 pub use hash::stable_hash;
 pub use index::{
     resolve, settle, settle_in_turn, Explanation, Hint, Index, LazyStats, Lister, Located, Lookup, Query, Reason,
-    Resolved, RootId, SyncPolicy, SyncReport, Want, PROBE,
+    RecentPaths, Resolved, RootId, SyncPolicy, SyncReport, Want, PROBE,
 };
 pub use realpath::RealPaths;
 pub use scan::{
     list_deferred, scan_roots, scan_serial, DirRecord, DirStamp, FileEntry, Kind, ListHook, Listing, ProblemKind,
     RootState, ScanOptions, ScanProblem,
 };
+pub use session::{Counters, Figure, Json, Problem, Requires, Rescan, Saved, Session, Settings, Stats, Timings};
 pub use store::{
-    bound_dead_roots, encode, load, write_atomic, Bytes, CacheDir, DirError, LoadError, RootRecord, Snapshot,
-    TrustPolicy, Validation, DEAD_ROOTS_MIN, FORMAT_VERSION, MAX_FILE_LEN, RACY_NS,
+    bound_dead_roots, encode, Bytes, CacheDir, CacheFile, DirError, DirErrorKind, LoadError, LoadErrorKind, Opened,
+    RootRecord, Snapshot, Validation, CACHE_FILE, CACHE_FILES, DEAD_ROOTS_MIN, FORMAT_VERSION, LAST_BOOT_FILE,
+    MAX_FILE_LEN, RACY_NS,
 };
 
+mod blocking;
 mod hash;
 mod index;
 mod realpath;
+mod relpath;
 mod scan;
+mod session;
 mod store;

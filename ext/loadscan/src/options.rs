@@ -5,64 +5,53 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use loadscan_core::{ScanOptions, SyncPolicy, Validation};
+use loadscan_core::{CacheFile, ScanOptions, Settings, SyncPolicy, Validation};
 use magnus::r_hash::ForEach;
 use magnus::value::LazyId;
 use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby, Symbol, TryConvert, Value};
 
-use crate::resolver::Cache;
+use crate::convert::bytes;
+use crate::hooks::Hooks;
 
-static DLEXT: LazyId = LazyId::new("dlext");
-static THREADS: LazyId = LazyId::new("threads");
-static CACHE_DIR: LazyId = LazyId::new("cache_dir");
-static ENV_KEY: LazyId = LazyId::new("env_key");
-static UID: LazyId = LazyId::new("uid");
-static VALIDATE: LazyId = LazyId::new("validate");
-static STABLE_DIRS: LazyId = LazyId::new("stable_dirs");
-static LAZY: LazyId = LazyId::new("lazy");
-static ON_PROBLEMS: LazyId = LazyId::new("on_problems");
-static ON_DEFER: LazyId = LazyId::new("on_defer");
-static ON_RESCAN: LazyId = LazyId::new("on_rescan");
-static IGNORE_NAMES: LazyId = LazyId::new("ignore_names");
-static IGNORE_PATHS: LazyId = LazyId::new("ignore_paths");
-static STATIC_EXT: LazyId = LazyId::new("static_ext");
+/// Declares each key once: a static per key, and [`KEYS`], every one of them.
+macro_rules! keys {
+    ($($name:ident = $symbol:literal),* $(,)?) => {
+        $(static $name: LazyId = LazyId::new($symbol);)*
+        /// Every key `start` reads.
+        static KEYS: &[&LazyId] = &[$(&$name),*];
+    };
+}
+
+keys! {
+    DLEXT = "dlext",
+    THREADS = "threads",
+    CACHE_DIR = "cache_dir",
+    ENV_KEY = "env_key",
+    UID = "uid",
+    VALIDATE = "validate",
+    STABLE_DIRS = "stable_dirs",
+    LAZY = "lazy",
+    ON_PROBLEMS = "on_problems",
+    ON_DEFER = "on_defer",
+    ON_RESCAN = "on_rescan",
+    IGNORE_NAMES = "ignore_names",
+    IGNORE_PATHS = "ignore_paths",
+    STATIC_EXT = "static_ext",
+}
 
 /// Interns every key (called from `init`, so that no later comparison can panic).
 pub fn intern(ruby: &Ruby) {
-    for id in [
-        &DLEXT,
-        &THREADS,
-        &CACHE_DIR,
-        &ENV_KEY,
-        &UID,
-        &VALIDATE,
-        &STABLE_DIRS,
-        &LAZY,
-        &ON_PROBLEMS,
-        &ON_DEFER,
-        &ON_RESCAN,
-        &IGNORE_NAMES,
-        &IGNORE_PATHS,
-        &STATIC_EXT,
-    ] {
+    for id in KEYS {
         LazyId::force(id, ruby);
     }
 }
 
 /// What `start` was asked to do.
 pub struct Start {
-    /// The extension of native extensions (`RbConfig::CONFIG["DLEXT"]`).
-    pub dlext: Vec<u8>,
-    pub policy: SyncPolicy,
-    pub cache: Option<Cache>,
-    /// Called with `[[kind, message], …]` when scans work around something new (nil: nobody).
-    pub on_problems: Value,
-    /// Called with `(feature, reason)` for each `require` left to Ruby's own (nil: nobody).
-    pub on_defer: Value,
-    /// Called with `(roots_scanned, roots_refreshed, ms)` after syncs that scanned (nil: nobody).
-    pub on_rescan: Value,
-    /// This Ruby links extensions in (`static_ext`): no miss is sure.
-    pub static_ext: bool,
+    /// The session's settings.
+    pub settings: Settings,
+    /// The callables to tell what happens.
+    pub hooks: Hooks,
 }
 
 /// Reads `{dlext:, threads:, cache_dir:, env_key:, uid:, validate:, stable_dirs:, lazy:,
@@ -71,14 +60,12 @@ pub struct Start {
 /// - `dlext` (String): native extensions' extension, empty or absent for the core's default;
 /// - `threads` (Integer): scan threads, 0 or absent for the core's default;
 /// - `cache_dir` (String or nil): where the cache lives, nil or absent for no cache;
-/// - `env_key` (String): what a cache must have been written for (see `resolver::Cache`);
+/// - `env_key` (String): what a cache must have been written for (see `CacheFile::env`);
 /// - `uid` (Integer): the uid that must own the cache;
 /// - `validate` (`"mtime"` or `"listing"`): how cached roots are checked (LOADSCAN_VALIDATE);
 /// - `stable_dirs` (Array of String): directories checked with one `stat`;
 /// - `lazy` (true/false, default true): false lists every directory up front (LOADSCAN_LAZY=0);
-/// - `on_problems` (callable or nil): see [`Start::on_problems`];
-/// - `on_defer` (callable or nil): see [`Start::on_defer`];
-/// - `on_rescan` (callable or nil): see [`Start::on_rescan`];
+/// - `on_problems`, `on_defer`, `on_rescan` (callable or nil): see [`Hooks`];
 /// - `ignore_names` (Array of String): directory names never listed (default `node_modules`);
 /// - `ignore_paths` (Array of String): absolute directories never listed;
 /// - `static_ext` (true/false, default false): this Ruby links extensions in (`EXTSTATIC`).
@@ -148,25 +135,22 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
         let s = if unknown.len() > 1 { "s" } else { "" };
         return Err(Error::new(ruby.exception_arg_error(), format!("unknown keyword{s}: {}", unknown.join(", "))));
     }
-    scan.eager_depth = if lazy { 0 } else { usize::MAX };
+    scan.eager_depth = if lazy { 0 } else { ScanOptions::EAGER };
     let cache = match (dir, uid) {
         (None, _) => None,
-        (Some(dir), Some(uid)) => Some(Cache { dir, env, uid }),
+        (Some(dir), Some(uid)) => Some(CacheFile { dir, env, uid }),
         (Some(_), None) => {
             return Err(Error::new(ruby.exception_arg_error(), "missing keyword: :uid (with :cache_dir)"))
         }
     };
     let dlext = scan.dlext.clone();
     let policy = SyncPolicy { scan, validation, stable };
-    Ok(Start { dlext, policy, cache, on_problems, on_defer, on_rescan, static_ext })
+    let settings = Settings { dlext, policy, cache, static_ext };
+    Ok(Start { settings, hooks: Hooks { on_problems, on_defer, on_rescan } })
 }
 
 /// An Array of Strings as bytes (directory names need not be UTF-8).
 fn byte_strings(value: Value) -> Result<Vec<Vec<u8>>, Error> {
     let array = RArray::try_convert(value)?;
     (0..array.len()).map(|i| array.entry::<RString>(i as isize).map(bytes)).collect()
-}
-
-fn bytes(s: RString) -> Vec<u8> {
-    unsafe { s.as_slice() }.to_vec()
 }
