@@ -25,7 +25,7 @@ pub use index::{
     resolve, settle, settle_in_turn, Explanation, Hint, Index, LazyStats, Lister, Located, Lookup, Query, Reason,
     Resolved, RootId, SyncPolicy, SyncReport, Want, PROBE,
 };
-pub use realpath::RealPaths;
+pub use load_path::{Entries, Entry, ExpandedLoadPath, Polled};
 pub use scan::{
     list_deferred, scan_roots, scan_serial, DirRecord, DirStamp, FileEntry, Kind, ListHook, Listing, ProblemKind,
     RootState, ScanOptions, ScanProblem,
@@ -37,6 +37,6 @@ pub use store::{
 
 mod hash;
 mod index;
-mod realpath;
+mod load_path;
 mod scan;
 mod store;
