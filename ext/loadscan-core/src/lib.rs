@@ -1,6 +1,7 @@
 //! The core of loadscan: list `$LOAD_PATH` entries (up front, or each directory when a lookup
 //! first needs it) and answer, for any feature, which file Ruby's `require` would load — with
 //! Ruby's own precedence, and an honest "don't know" where a listing could not see everything.
+//! [`ExpandedLoadPath`] turns `$LOAD_PATH`'s elements into those entries as Ruby expands them.
 //! No Ruby is needed: `cargo test` covers it all.
 //!
 //! ```no_run
