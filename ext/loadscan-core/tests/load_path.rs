@@ -117,20 +117,23 @@ fn poll(lp: &mut ExpandedLoadPath, array: &mut Array) -> (Got, Vec<usize>) {
 /// Tests that change the current directory take turns, and put it back.
 static CWD: Mutex<()> = Mutex::new(());
 
-struct InDir(PathBuf, #[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+struct InDir {
+    was: PathBuf,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
 
 impl InDir {
     fn new(dir: &Path) -> Self {
-        let guard = CWD.lock().unwrap_or_else(|p| p.into_inner());
+        let turn = CWD.lock().unwrap_or_else(|p| p.into_inner());
         let was = std::env::current_dir().unwrap();
         std::env::set_current_dir(dir).unwrap();
-        InDir(was, guard)
+        InDir { was, _turn: turn }
     }
 }
 
 impl Drop for InDir {
     fn drop(&mut self) {
-        std::env::set_current_dir(&self.0).unwrap();
+        std::env::set_current_dir(&self.was).unwrap();
     }
 }
 
