@@ -15,9 +15,6 @@ module Loadscan
   autoload :Instrumentation, File.expand_path("loadscan/instrumentation", __dir__)
   autoload :LastBoot, File.expand_path("loadscan/last_boot", __dir__)
 
-  # The files loadscan keeps in its cache dir: the cache, and the last boot's figures.
-  CACHE_FILES = ["loadscan.cache", "last_boot.json"].freeze
-
   class << self
     # The configuration in effect after setup (nil before).
     attr_reader :config
@@ -118,13 +115,16 @@ module Loadscan
 
     # Deletes the cache and the last boot's figures in `dir` (default: this process's cache
     # dir) and returns the paths removed. This process then writes neither at exit, so
-    # `rake loadscan:clear` leaves the next boot a cold start.
+    # `rake loadscan:clear` leaves the next boot a cold start. A directory that fails the cache
+    # dir's checks (owner, mode) is left alone, with one warning.
     def clear_cache(dir = @config&.cache_dir)
       @cleared = true if dir == @config&.cache_dir
-      return [] unless dir
+      return [] unless dir && Native.available?
 
-      CACHE_FILES.map { |name| File.join(dir, name) }.select { |path| File.file?(path) || File.symlink?(path) }
-                 .each { |path| File.delete(path) }
+      Native.clear_cache(dir, Process.euid)
+    rescue RuntimeError => e
+      Warnings.once(:clear, e.message)
+      []
     end
 
     # Receives loadscan's events (see Loadscan::Instrumentation): `->(event, payload) { … }`. Set
@@ -217,31 +217,14 @@ module Loadscan
 
     # Keeps this boot's figures beside the cache (`loadscan stats`, `doctor`; read back by
     # Loadscan::LastBoot), where the cache could be used: never in a read-only or untrusted cache
-    # dir. One JSON object of numbers, strings, booleans and one Hash of numbers, written through
-    # a temp file of our own (never followed if a link was planted there) and a rename.
+    # dir. The record is written by the extension, as the cache is (Native.record_last_boot).
     private def record_last_boot(saved)
-      return unless %i[written clean].include?(saved) && (stats = Native.stats)
+      return unless %i[written clean].include?(saved)
 
-      data = { at: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), pid: Process.pid, program: $PROGRAM_NAME,
-               ruby: RUBY_VERSION, cache: saved }.merge!(stats, engaged: CoreExt.engaged?)
-      dir = @config.cache_dir
-      tmp = File.join(dir, ".#{CACHE_FILES[1]}.#{Process.pid}")
-      File.open(tmp, File::WRONLY | File::CREAT | File::TRUNC | File::NOFOLLOW, 0o644) { |f| f.write(json(data)) }
-      File.rename(tmp, File.join(dir, CACHE_FILES[1]))
-    rescue StandardError => e
-      (File.unlink(tmp) if tmp && File.file?(tmp)) rescue nil # rubocop:disable Style/RescueModifier
-      Warnings.once(:last_boot, "could not record this boot's figures in #{dir} (#{e.message})")
-    end
-
-    private def json(value)
-      case value
-      when Hash then "{#{value.map { |k, v| "#{json(k.to_s)}:#{json(v)}" }.join(",")}}"
-      when String, Symbol
-        "\"#{value.to_s.encode(Encoding::UTF_8, invalid: :replace, undef: :replace).gsub(/["\\\x00-\x1f]/) { |c| format("\\u%04x", c.ord) }}\""
-      when Float then value.finite? ? value.round(3).to_s : "null"
-      when nil then "null"
-      else value.to_s
-      end
+      fields = { at: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), pid: Process.pid, program: $PROGRAM_NAME.to_s,
+                 ruby: RUBY_VERSION, cache: saved.to_s, engaged: CoreExt.engaged? }
+      why = Native.record_last_boot(fields)
+      Warnings.once(:last_boot, why) if why
     end
 
     # The LOADSCAN_STATS=1 line: what the index answered, what it left to Ruby and why, where

@@ -268,9 +268,6 @@ module Loadscan
       0
     end
 
-    # The name loadscan gives its cache file (an old `index` may be another tool's: left alone).
-    CACHE_FILE = Loadscan::CACHE_FILES.first
-
     def cmd_install(_args)
       require_relative "installer"
       installer = Installer.new(Dir.pwd)

@@ -154,7 +154,7 @@ module Loadscan
     def cache(dir)
       return nil unless dir
 
-      path = File.join(dir, CLI::CACHE_FILE)
+      path = File.join(dir, Native::CACHE_FILES.first)
       st = File.stat(path)
       owner = (Etc.getpwuid(st.uid).name rescue st.uid) # rubocop:disable Style/RescueModifier
       { "path" => path, "exists" => true, "size" => st.size, "owner" => owner, "mode" => format("%o", st.mode & 0o7777),

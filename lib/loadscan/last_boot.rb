@@ -2,15 +2,14 @@
 
 module Loadscan
   # The figures of the last boot, kept beside the cache for `loadscan stats` and `doctor`:
-  # written at exit by the process that set loadscan up (not by forked workers; the writer is
-  # `Loadscan.record_last_boot`, so a boot compiles nothing more), as one JSON document replaced atomically,
+  # written at exit by the process that set loadscan up (not by forked workers; the extension
+  # writes it, as it writes the cache), as one JSON document replaced atomically,
   # only where the cache itself could be read or written (so the directory passed loadscan's
   # ownership and mode checks). This file reads it back, for the command line.
   #
   #   {"at":"2026-11-30T23:59:01Z","pid":4242,"program":"bin/rails","ruby":"3.1.2",
   #    "cache":"clean","engaged":true,"hits":1900,"misses":5,"left_to_ruby":{"missing":3},…}
   module LastBoot
-    FILE = CACHE_FILES.fetch(1)
     # The largest record read: one is a few hundred bytes.
     MAX_BYTES = 64 << 10
 
@@ -20,7 +19,7 @@ module Loadscan
       # and read only if it is a regular file of at most MAX_BYTES, owned by this user or root
       # and writable by no one else. Anything else: one warning, and nil.
       def read(dir)
-        path = File.join(dir, FILE)
+        path = File.join(dir, Native::CACHE_FILES.fetch(1))
         record = File.open(path, File::RDONLY | File::NOFOLLOW | File::NONBLOCK) { |f| refusal(f.stat) || parse(f.read(MAX_BYTES + 1)) }
         return record if record.is_a?(Hash)
 

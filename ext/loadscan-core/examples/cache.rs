@@ -11,7 +11,7 @@
 //! Prints one line per repetition: `load_ns first_lookup_ns`, then one summary line
 //! `lookup_hit_ns lookup_miss_ns features bytes rss_kb`. Revalidation (a `stat` per root) is not
 //! part of "load"; it is reported by `Loadscan.stats` in real boots.
-use loadscan_core::{load, TrustPolicy};
+use loadscan_core::CacheDir;
 use loadscan_core::{Index, Located};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
@@ -35,13 +35,15 @@ fn main() {
     let order: Vec<PathBuf> = std::fs::read_to_string(&a[3]).expect("roots").lines().map(PathBuf::from).collect();
     let features: Vec<String> = std::fs::read_to_string(&a[4]).expect("features").lines().map(String::from).collect();
     let reps: usize = a[5].parse().expect("reps");
-    let trust = TrustPolicy { uid: std::fs::metadata(&path).expect("cache file").uid() };
+    let uid = std::fs::metadata(&path).expect("cache file").uid();
+    let name = path.file_name().and_then(|n| n.to_str()).expect("a file name");
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let rss_before = rss_kb();
     let mut kept = None;
     for _ in 0..reps {
         let t = Instant::now();
-        let snapshot = load(&path, env, trust).expect("a valid cache");
+        let dir = CacheDir::open(path.parent().expect("a dir"), uid).expect("a trusted dir").expect("the dir exists");
+        let snapshot = dir.load(name, env).expect("a valid cache");
         let mut index = Index::from_snapshot(b"so", snapshot);
         index.set_order(&order);
         let loaded = t.elapsed();

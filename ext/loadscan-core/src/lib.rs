@@ -21,23 +21,29 @@
 //! ```
 #![deny(missing_docs)]
 
+pub use blocking::{Blocking, InPlace};
 pub use hash::stable_hash;
 pub use index::{
     resolve, settle, settle_in_turn, Explanation, Hint, Index, LazyStats, Lister, Located, Lookup, Query, Reason,
-    Resolved, RootId, SyncPolicy, SyncReport, Want, PROBE,
+    RecentPaths, Resolved, RootId, SyncPolicy, SyncReport, Want, PROBE,
 };
 pub use load_path::{Entries, Entry, ExpandedLoadPath, Polled};
 pub use scan::{
     list_deferred, scan_roots, scan_serial, DirRecord, DirStamp, FileEntry, Kind, ListHook, Listing, ProblemKind,
     RootState, ScanOptions, ScanProblem,
 };
+pub use session::{Counters, Figure, Json, Problem, Requires, Rescan, Saved, Session, Settings, Stats, Timings};
 pub use store::{
-    bound_dead_roots, encode, load, write_atomic, Bytes, CacheDir, DirError, LoadError, RootRecord, Snapshot,
-    TrustPolicy, Validation, DEAD_ROOTS_MIN, FORMAT_VERSION, MAX_FILE_LEN, RACY_NS,
+    bound_dead_roots, encode, Bytes, CacheDir, CacheFile, DirError, DirErrorKind, LoadError, LoadErrorKind, Opened,
+    RootRecord, Snapshot, Validation, CACHE_FILE, CACHE_FILES, DEAD_ROOTS_MIN, FORMAT_VERSION, LAST_BOOT_FILE,
+    MAX_FILE_LEN, RACY_NS,
 };
 
+mod blocking;
 mod hash;
 mod index;
 mod load_path;
+mod relpath;
 mod scan;
+mod session;
 mod store;

@@ -3,10 +3,15 @@
 
 mod common;
 
-use common::{cold, euid, is_root, me, policy, TempTree, ENV};
-use loadscan_core::{load, write_atomic, CacheDir, DirError, LoadError, TrustPolicy};
+use common::{cold, euid, is_root, load, policy, write_atomic, TempTree, ENV};
+use loadscan_core::{CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
+
+/// What was wrong with the cache file, if anything was.
+fn failure<T>(r: Result<T, LoadError>) -> Option<LoadErrorKind> {
+    r.err().map(LoadError::into_kind)
+}
 
 #[test]
 fn files_are_trusted_only_when_owned_by_us_or_root_and_not_shared() {
@@ -14,10 +19,10 @@ fn files_are_trusted_only_when_owned_by_us_or_root_and_not_shared() {
     t.file("e/a.rb");
     let (_, bytes) = cold(&[t.path("e")], &policy(), false);
     let dir = t.path("cache");
-    let path = write_atomic(&dir, "loadscan.cache", &bytes, me()).unwrap();
+    let path = write_atomic(&dir, "loadscan.cache", &bytes).unwrap();
     let meta = std::fs::metadata(&path).unwrap();
     let uid = meta.uid();
-    assert!(load(&path, ENV, TrustPolicy { uid }).is_ok());
+    assert!(load(&path, ENV, uid).is_ok());
     assert_eq!(meta.mode() & 0o022, 0, "never writable by others");
     // Readable as the umask allows (a cache built as root serves other users): as a file made
     // with mode 0644 here.
@@ -25,30 +30,38 @@ fn files_are_trusted_only_when_owned_by_us_or_root_and_not_shared() {
     std::fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(&probe).unwrap();
     assert_eq!(meta.mode() & 0o777, std::fs::metadata(&probe).unwrap().mode() & 0o777);
     // Another user trusts a file only when root owns it (root can change anything anyway).
-    let other = load(&path, ENV, TrustPolicy { uid: uid + 1 });
+    let other = load(&path, ENV, uid + 1);
     if uid == 0 {
         assert!(other.is_ok());
     } else {
-        assert!(matches!(other, Err(LoadError::Untrusted(_))));
+        assert!(matches!(failure(other), Some(LoadErrorKind::Untrusted(_))));
     }
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
-    assert!(matches!(load(&path, ENV, TrustPolicy { uid }), Err(LoadError::Untrusted(_))));
-    assert!(matches!(load(&path, b"other-env", TrustPolicy { uid }), Err(LoadError::Untrusted(_))));
+    assert!(matches!(failure(load(&path, ENV, uid)), Some(LoadErrorKind::Untrusted(_))));
+    assert!(matches!(failure(load(&path, b"other-env", uid)), Some(LoadErrorKind::Untrusted(_))));
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    assert!(matches!(load(&path, b"other-env", TrustPolicy { uid }), Err(LoadError::Stale(_))));
-    assert!(matches!(load(&dir.join("none"), ENV, TrustPolicy { uid }), Err(LoadError::Missing)));
-    assert!(matches!(load(&dir, ENV, TrustPolicy { uid }), Err(LoadError::NotAFile)));
+    assert!(matches!(failure(load(&path, b"other-env", uid)), Some(LoadErrorKind::Stale(_))));
+    // The error names the file, in one line, as a warning shows it.
+    let Err(stale) = load(&path, b"other-env", uid) else { panic!("loaded") };
+    assert_eq!(stale.path(), path);
+    assert_eq!(
+        stale.to_string(),
+        format!("outdated cache (written by another Ruby or loadscan version): {}", path.display())
+    );
+    assert!(matches!(failure(load(&dir.join("none"), ENV, uid)), Some(LoadErrorKind::Missing)));
+    assert!(matches!(failure(load(&dir, ENV, uid)), Some(LoadErrorKind::NotAFile)));
     std::os::unix::fs::symlink(&path, dir.join("link")).unwrap();
-    assert!(matches!(load(&dir.join("link"), ENV, TrustPolicy { uid }), Err(LoadError::NotAFile)));
+    assert!(matches!(failure(load(&dir.join("link"), ENV, uid)), Some(LoadErrorKind::NotAFile)));
     t.fifo("cache/fifo");
-    assert!(matches!(load(&t.path("cache/fifo"), ENV, TrustPolicy { uid }), Err(LoadError::NotAFile)));
+    assert!(matches!(failure(load(&t.path("cache/fifo"), ENV, uid)), Some(LoadErrorKind::NotAFile)));
 }
 
 // ---- The cache directory: planted symlinks, shared and foreign directories ----
 
+/// The refusal's message, the path and what is wrong with it.
 fn refused(r: Result<Option<CacheDir>, DirError>) -> String {
     match r {
-        Err(DirError::Refused(why)) => why,
+        Err(e) if matches!(e.kind(), DirErrorKind::Refused { .. }) => e.kind().to_string(),
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
@@ -73,8 +86,8 @@ fn a_cache_dir_is_used_only_when_no_one_else_can_change_it() {
     t.link("ok/planted", t.path("victim").to_str().unwrap());
     assert!(refused(CacheDir::open(&t.path("ok/planted"), uid)).contains("symlink"));
     let (_, bytes) = cold(&[t.path("victim")], &policy(), false);
-    assert!(write_atomic(&t.path("ok/planted"), "loadscan.cache", &bytes, me()).is_err());
-    assert!(write_atomic(&t.path("ok/planted"), "index", &bytes, me()).is_err());
+    assert!(write_atomic(&t.path("ok/planted"), "loadscan.cache", &bytes).is_err());
+    assert!(write_atomic(&t.path("ok/planted"), "index", &bytes).is_err());
     assert_eq!(std::fs::read(t.path("victim/loadscan.cache")).unwrap(), b"precious");
     assert_eq!(std::fs::read(t.path("victim/index")).unwrap(), b"");
     // A dangling one is not created through either.
@@ -119,6 +132,10 @@ fn a_cache_dir_is_used_only_when_no_one_else_can_change_it() {
     t.file("ok/file");
     refused(CacheDir::open(&t.path("ok/file"), uid));
     refused(CacheDir::open(&t.path("ok/file/sub"), uid));
+    // A symlink loop on the way: refused at the link, once past the bound.
+    t.link("ok/loop", "loop");
+    let why = refused(CacheDir::open(&t.path("ok/loop/cache"), uid));
+    assert!(why.starts_with(&format!("{} is a symlink past the", t.path("ok/loop").display())), "{why}");
 
     // Owned by another user (not root): the dir, a dir above it, or a symlink on the way.
     // Only root can give files away; as another user this user's dirs are the foreign ones.
@@ -161,7 +178,7 @@ fn a_cache_dir_is_created_with_safe_modes_and_only_loadscan_files_are_replaced()
     std::fs::remove_file(t.path("a/b/cache/loadscan.cache")).unwrap();
     std::os::unix::fs::symlink(t.path("elsewhere"), t.path("a/b/cache/loadscan.cache")).unwrap();
     assert!(!dir.replaceable("loadscan.cache").unwrap());
-    assert!(matches!(dir.load("loadscan.cache", ENV), Err(LoadError::NotAFile)));
+    assert!(matches!(failure(dir.load("loadscan.cache", ENV)), Some(LoadErrorKind::NotAFile)));
     assert!(dir.write_atomic("loadscan.cache", &bytes).is_err());
     assert!(!t.path("elsewhere").exists());
     // Nothing left behind by the refused writes.

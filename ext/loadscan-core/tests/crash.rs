@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::TempTree;
-use loadscan_core::{encode, load, CacheDir, TrustPolicy};
+use common::{load, TempTree};
+use loadscan_core::{encode, CacheDir};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -86,5 +86,5 @@ fn a_writer_killed_mid_write_leaves_a_whole_cache() {
     // The next process writes and reads a real cache over it.
     let bytes = encode(&[], ENV);
     CacheDir::create(&dir, uid).unwrap().write_atomic(NAME, &bytes).unwrap();
-    assert!(load(&dir.join(NAME), ENV, TrustPolicy { uid }).is_ok());
+    assert!(load(&dir.join(NAME), ENV, uid).is_ok());
 }

@@ -7,13 +7,17 @@
 //! name as Ruby knows it (`original_name`, the backtrace label) is `require`, whatever binding it
 //! stands in for, as Ruby's own function's is.
 
+use std::ffi::CString;
+
 use magnus::{prelude::*, Error, RString, Ruby, Value};
 use rb_sys::VALUE;
 
-use loadscan_core::Kind;
+use loadscan_core::{resolve, Reason, Resolved};
 
-use crate::resolver::{self, Reason, Resolved};
-use crate::{path_string, report_deferral, report_pending, string_bytes};
+use crate::convert::{feature_bytes, feature_path, path_string};
+use crate::hooks::{report_deferral, report_pending};
+use crate::nogvl::NoGvl;
+use crate::state::{try_synced, COUNTERS, RECENT};
 
 /// Ruby's own `require`, called as a function (no method dispatch, no frame). Whatever it raises
 /// or throws comes back as an `Err` and is raised again once the Rust frames are gone.
@@ -59,12 +63,12 @@ fn load_error(ruby: &Ruby, feature: Value) -> Error {
 /// result; answers `false` itself where Ruby would without loading anything; hands everything
 /// else to Ruby untouched.
 pub fn require(ruby: &Ruby, rb_self: Value, feature: Value) -> Result<Value, Error> {
-    let Some(bytes) = string_bytes(feature) else {
-        resolver::count_deferred(Reason::NotString);
+    let Some(bytes) = feature_bytes(feature) else {
+        COUNTERS.count_deferred(Reason::NotString);
         report_deferral(ruby, feature, Reason::NotString);
         return c_require(rb_self, feature);
     };
-    let answer = resolver::try_resolve(&bytes)?;
+    let answer = try_resolve(&bytes)?;
     report_pending(ruby);
     match answer {
         Resolved::Path(p) => {
@@ -99,18 +103,60 @@ pub fn resolve_feature_path(ruby: &Ruby, rb_self: Value, feature: Value) -> Resu
         let path = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_get_path(raw) })?;
         unsafe { Value::from_raw(path) }
     };
-    if let Some(bytes) = string_bytes(feature) {
-        let answer = resolver::try_feature_path(&bytes)?;
+    if let Some(bytes) = feature_bytes(feature) {
+        let found = try_synced(|s| s.find(&bytes, &NoGvl))?;
         report_pending(ruby);
-        match answer {
-            Ok(Some((kind, p))) => {
-                let kind = ruby.to_symbol(if kind == Kind::Rb { "rb" } else { "so" });
-                let found = ruby.ary_new_from_values(&[kind.as_value(), path_string(ruby, &p, feature).as_value()]);
-                return Ok(found.as_value());
-            }
-            Ok(None) => return Ok(ruby.qnil().as_value()),
-            Err(()) => {}
+        if let Some(answer) = feature_path(ruby, found, feature) {
+            return Ok(answer);
         }
     }
     rb_self.funcall("loadscan_resolve_feature_path", (feature,))
+}
+
+/// What `require(feature)` should do (the core's [`resolve`], asking Ruby's
+/// `rb_feature_provided`), counted. What Ruby raised meanwhile (an entry's `to_path`, an
+/// interrupt) comes back as an `Err` for the caller to raise once its own frames are done.
+fn try_resolve(feature: &[u8]) -> Result<Resolved, Error> {
+    let find = || Ok(try_synced(|s| s.find(feature, &NoGvl))?.unwrap_or(Err(Reason::Unavailable)));
+    let answer = resolve(feature, find, provided, &RECENT)?;
+    COUNTERS.count(&answer);
+    Ok(answer)
+}
+
+/// Ruby's `rb_feature_provided`: `Some(true)` when provided and not being loaded right now,
+/// `Some(false)` when not provided, `None` when it is being loaded; `Err` what Ruby raised (it
+/// expands `$LOAD_PATH` itself, running entries' `to_path`).
+fn provided(feature: &[u8]) -> Result<Option<bool>, Error> {
+    let Some(answer) = with_cstr(feature, |c| {
+        magnus::rb_sys::protect(|| unsafe {
+            let mut loading: *const std::os::raw::c_char = std::ptr::null();
+            let p = rb_sys::rb_feature_provided(c, &mut loading) != 0;
+            match (p, loading.is_null()) {
+                (false, _) => rb_sys::Qfalse as VALUE,
+                (true, true) => rb_sys::Qtrue as VALUE,
+                (true, false) => rb_sys::Qnil as VALUE,
+            }
+        })
+    }) else {
+        return Ok(None);
+    };
+    Ok(match answer? {
+        v if v == rb_sys::Qtrue as VALUE => Some(true),
+        v if v == rb_sys::Qfalse as VALUE => Some(false),
+        _ => None,
+    })
+}
+
+/// Calls `f` with `bytes` as a NUL-terminated C string (on the stack when short).
+fn with_cstr<R>(bytes: &[u8], f: impl FnOnce(*const std::os::raw::c_char) -> R) -> Option<R> {
+    if bytes.contains(&0) {
+        return None;
+    }
+    let mut stack = [0u8; 512];
+    if bytes.len() < stack.len() {
+        stack[..bytes.len()].copy_from_slice(bytes);
+        return Some(f(stack.as_ptr().cast()));
+    }
+    let owned = CString::new(bytes).ok()?;
+    Some(f(owned.as_ptr()))
 }

@@ -98,3 +98,12 @@ pub fn check_interrupts() -> Result<(), Error> {
     })
     .map(|_| ())
 }
+
+/// The core's blocking work, run with the GVL released ([`without_gvl`]).
+pub struct NoGvl;
+
+impl loadscan_core::Blocking for NoGvl {
+    fn run<R>(&self, work: impl FnOnce() -> R) -> R {
+        without_gvl(work)
+    }
+}

@@ -5,12 +5,13 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use loadscan_core::{ScanOptions, SyncPolicy, Validation};
+use loadscan_core::{CacheFile, ScanOptions, Settings, SyncPolicy, Validation};
 use magnus::r_hash::ForEach;
 use magnus::value::LazyId;
 use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby, Symbol, TryConvert, Value};
 
-use crate::resolver::Cache;
+use crate::convert::bytes;
+use crate::hooks::Hooks;
 
 static DLEXT: LazyId = LazyId::new("dlext");
 static THREADS: LazyId = LazyId::new("threads");
@@ -51,18 +52,10 @@ pub fn intern(ruby: &Ruby) {
 
 /// What `start` was asked to do.
 pub struct Start {
-    /// The extension of native extensions (`RbConfig::CONFIG["DLEXT"]`).
-    pub dlext: Vec<u8>,
-    pub policy: SyncPolicy,
-    pub cache: Option<Cache>,
-    /// Called with `[[kind, message], …]` when scans work around something new (nil: nobody).
-    pub on_problems: Value,
-    /// Called with `(feature, reason)` for each `require` left to Ruby's own (nil: nobody).
-    pub on_defer: Value,
-    /// Called with `(roots_scanned, roots_refreshed, ms)` after syncs that scanned (nil: nobody).
-    pub on_rescan: Value,
-    /// This Ruby links extensions in (`static_ext`): no miss is sure.
-    pub static_ext: bool,
+    /// The session's settings.
+    pub settings: Settings,
+    /// The callables to tell what happens.
+    pub hooks: Hooks,
 }
 
 /// Reads `{dlext:, threads:, cache_dir:, env_key:, uid:, validate:, stable_dirs:, lazy:,
@@ -71,14 +64,12 @@ pub struct Start {
 /// - `dlext` (String): native extensions' extension, empty or absent for the core's default;
 /// - `threads` (Integer): scan threads, 0 or absent for the core's default;
 /// - `cache_dir` (String or nil): where the cache lives, nil or absent for no cache;
-/// - `env_key` (String): what a cache must have been written for (see `resolver::Cache`);
+/// - `env_key` (String): what a cache must have been written for (see `CacheFile::env`);
 /// - `uid` (Integer): the uid that must own the cache;
 /// - `validate` (`"mtime"` or `"listing"`): how cached roots are checked (LOADSCAN_VALIDATE);
 /// - `stable_dirs` (Array of String): directories checked with one `stat`;
 /// - `lazy` (true/false, default true): false lists every directory up front (LOADSCAN_LAZY=0);
-/// - `on_problems` (callable or nil): see [`Start::on_problems`];
-/// - `on_defer` (callable or nil): see [`Start::on_defer`];
-/// - `on_rescan` (callable or nil): see [`Start::on_rescan`];
+/// - `on_problems`, `on_defer`, `on_rescan` (callable or nil): see [`Hooks`];
 /// - `ignore_names` (Array of String): directory names never listed (default `node_modules`);
 /// - `ignore_paths` (Array of String): absolute directories never listed;
 /// - `static_ext` (true/false, default false): this Ruby links extensions in (`EXTSTATIC`).
@@ -151,22 +142,19 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
     scan.eager_depth = if lazy { 0 } else { usize::MAX };
     let cache = match (dir, uid) {
         (None, _) => None,
-        (Some(dir), Some(uid)) => Some(Cache { dir, env, uid }),
+        (Some(dir), Some(uid)) => Some(CacheFile { dir, env, uid }),
         (Some(_), None) => {
             return Err(Error::new(ruby.exception_arg_error(), "missing keyword: :uid (with :cache_dir)"))
         }
     };
     let dlext = scan.dlext.clone();
     let policy = SyncPolicy { scan, validation, stable };
-    Ok(Start { dlext, policy, cache, on_problems, on_defer, on_rescan, static_ext })
+    let settings = Settings { dlext, policy, cache, static_ext };
+    Ok(Start { settings, hooks: Hooks { on_problems, on_defer, on_rescan } })
 }
 
 /// An Array of Strings as bytes (directory names need not be UTF-8).
 fn byte_strings(value: Value) -> Result<Vec<Vec<u8>>, Error> {
     let array = RArray::try_convert(value)?;
     (0..array.len()).map(|i| array.entry::<RString>(i as isize).map(bytes)).collect()
-}
-
-fn bytes(s: RString) -> Vec<u8> {
-    unsafe { s.as_slice() }.to_vec()
 }

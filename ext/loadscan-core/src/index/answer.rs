@@ -3,8 +3,7 @@
 //! `require` for a [`Reason`]. Pure logic: what Ruby knows (`rb_feature_provided`) and what the
 //! index found come in as arguments, so the tables below test every case without Ruby.
 
-use super::{Located, RootId, Want};
-use crate::scan::Kind;
+use super::{Lookup, Want};
 
 /// The feature `Loadscan::CoreExt` requires to find out whether a plain `require` still reaches
 /// loadscan: a bare feature, so that it takes the way of every searching require (a layer in
@@ -86,37 +85,6 @@ pub trait Hint {
     fn answered(&self, path: &[u8]);
 }
 
-/// A [`Located`] answer as `require` takes it: the file, `None` for a *sure miss* (`sure_miss`
-/// is asked only for a miss: [`super::Index::confirm_missing`]), or why Ruby must search.
-pub fn settle(located: Located, sure_miss: impl FnOnce() -> bool) -> Result<Option<(RootId, Kind)>, Reason> {
-    match located {
-        Located::Found(root, kind) => Ok(Some((root, kind))),
-        Located::Missing if sure_miss() => Ok(None),
-        Located::Missing => Err(Reason::Missing),
-        Located::Unknown => Err(Reason::BlindSpot),
-    }
-}
-
-/// The answer over the searches `search_required` makes in turn for one feature (the query,
-/// then its [`super::Query::fallback`]): the first file found; a sure miss only when every
-/// search is one; the first doubt (a [`Reason`]) ends it, since a file that search may find
-/// would come first.
-pub fn settle_in_turn<Q, T>(
-    queries: impl IntoIterator<Item = Q>,
-    mut settle_one: impl FnMut(&Q) -> Result<Option<T>, Reason>,
-) -> Result<Option<T>, Reason> {
-    for q in queries {
-        if let Some(found) = settle_one(&q)? {
-            return Ok(Some(found));
-        }
-    }
-    Ok(None)
-}
-
-/// What a lookup found for `require`: how the feature was spelled, and its absolute path and
-/// kind, or `None` for a sure miss ([`settle`]).
-pub type Lookup = (Want, Option<(Vec<u8>, Kind)>);
-
 /// What `require(feature)` should do, mirroring `load.c`'s `search_required`. `find` is the
 /// index's answer (called unless `feature` is [`PROBE`]); `provided` is Ruby's
 /// `rb_feature_provided`: `Some(true)` when provided and not being loaded right now,
@@ -195,6 +163,7 @@ pub fn resolve<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scan::Kind;
 
     const FILE: &[u8] = b"/lib/foo.rb";
 
@@ -316,36 +285,5 @@ mod tests {
         assert_eq!(raised, Err("interrupt"));
         let raised = resolve(b"foo", || Err::<Result<Lookup, Reason>, _>("to_path raised"), |_| Ok(NOT), &hint(true));
         assert_eq!(raised, Err("to_path raised"));
-    }
-
-    #[test]
-    fn searches_in_turn_stop_at_a_file_or_a_doubt() {
-        let answers = |list: Vec<Result<Option<u8>, Reason>>| {
-            let mut asked = 0;
-            let r = settle_in_turn(list, |a| {
-                asked += 1;
-                *a
-            });
-            (r, asked)
-        };
-        assert_eq!(answers(vec![Ok(Some(1)), Ok(Some(2))]), (Ok(Some(1)), 1));
-        assert_eq!(answers(vec![Ok(None), Ok(Some(2))]), (Ok(Some(2)), 2));
-        assert_eq!(answers(vec![Ok(None), Ok(None)]), (Ok(None), 2));
-        assert_eq!(answers(vec![Err(Reason::Missing), Ok(Some(2))]), (Err(Reason::Missing), 1));
-        assert_eq!(answers(vec![Ok(None), Err(Reason::BlindSpot)]), (Err(Reason::BlindSpot), 2));
-    }
-
-    #[test]
-    fn settle_tells_a_sure_miss_from_a_doubtful_one() {
-        #[rustfmt::skip]
-        let table = [
-            (Located::Found(3, Kind::Ext), false, Ok(Some((3, Kind::Ext)))),
-            (Located::Missing, true, Ok(None)),
-            (Located::Missing, false, Err(Reason::Missing)),
-            (Located::Unknown, true, Err(Reason::BlindSpot)),
-        ];
-        for (located, confirmed, expected) in table {
-            assert_eq!(settle(located, || confirmed), expected, "{located:?} confirmed={confirmed}");
-        }
     }
 }

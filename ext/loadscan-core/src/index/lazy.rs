@@ -93,9 +93,9 @@ impl Index {
     fn root_dev(&self, id: RootId) -> Option<u64> {
         let first = match &self.roots[id as usize].life {
             Life::Scanned(listing) => listing.dirs.first().cloned(),
-            Life::Cached { slot, .. } => {
+            Life::Cached { .. } => {
                 let snapshot = self.snapshot.as_ref()?;
-                snapshot.find_dir(&snapshot.root(*slot as usize)?, b"")
+                snapshot.find_dir(&snapshot.root(id as usize)?, b"")
             }
             Life::Retired => None,
         };

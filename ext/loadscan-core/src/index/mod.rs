@@ -15,9 +15,10 @@
 //!
 //! One job per file: `roots` (the registry of roots and their ranks), `lookup` (precedence:
 //! pure logic over what is listed, no I/O), `lazy` (listing deferred directories a lookup
-//! needs), `sync` (revalidation and scans, the only user of `store::check_root`), `records`
-//! (what the cache is written from), `answer` (what `require` does with a lookup's result),
-//! `explain` (introspection).
+//! needs), `find` (the whole lookup: parse, locate, settle a miss with one `stat` per root),
+//! `sync` (revalidation and scans, the only user of `store::check_root`), `records` (what the
+//! cache is written from), `answer` (what `require` does with a lookup's result), `recent`
+//! (which question `answer` asks Ruby first), `explain` (introspection).
 //!
 //! # Lazy listing
 //! With [`ScanOptions::eager_depth`] `0` a sync lists only each root's own entries; every
@@ -32,9 +33,11 @@
 mod answer;
 mod explain;
 mod feature;
+mod find;
 mod ids;
 mod lazy;
 mod lookup;
+mod recent;
 mod records;
 mod roots;
 mod sync;
@@ -43,12 +46,14 @@ use std::path::Path;
 
 use rustc_hash::FxHashMap;
 
-pub use answer::{resolve, settle, settle_in_turn, Hint, Lookup, Reason, Resolved, PROBE};
+pub use answer::{resolve, Hint, Reason, Resolved, PROBE};
 pub use explain::Explanation;
 pub use feature::{Query, Want};
+pub use find::{settle, settle_in_turn, Lookup};
 use ids::IdList;
 pub use lazy::{LazyStats, Lister};
 pub use lookup::Located;
+pub use recent::RecentPaths;
 pub use sync::{SyncPolicy, SyncReport};
 
 use crate::scan::{Listing, ScanOptions, ScanProblem};
@@ -83,10 +88,10 @@ struct Gaps {
 enum Life {
     /// Listed in this process: the listing is the whole truth about it.
     Scanned(Listing),
-    /// Served from the cache snapshot (revalidated the first time it is on the load path).
+    /// Served from the cache snapshot (revalidated the first time it is on the load path). Its
+    /// id is its *slot*, its index among the snapshot's roots: [`Index::from_snapshot`] adds one
+    /// root per slot, in order, to an empty index, and roots are only ever appended.
     Cached {
-        /// The root's index among the snapshot's roots.
-        slot: u32,
         /// Revalidated in this process (fresh, not re-listed).
         revalidated: bool,
         /// The deferred directories listed since the snapshot was written.
@@ -143,16 +148,6 @@ pub struct Index {
     lazy: LazyStats,
 }
 
-/// Whether `path` is `dir` or lies below it, compared as whole components (both canonical, as
-/// realpaths are; `Path::starts_with` would parse every component of both on each call).
-fn is_under(path: &[u8], dir: &[u8]) -> bool {
-    let dir = match dir {
-        [rest @ .., b'/'] if !rest.is_empty() => rest,
-        d => d,
-    };
-    path.starts_with(dir) && (path.len() == dir.len() || dir.ends_with(b"/") || path[dir.len()] == b'/')
-}
-
 fn bytes(p: &Path) -> &[u8] {
     use std::os::unix::ffi::OsStrExt;
     p.as_os_str().as_bytes()
@@ -171,20 +166,4 @@ fn now_ns() -> i64 {
 /// then every prefix ending before a `/`.
 fn prefix_lens(stem: &[u8]) -> impl Iterator<Item = usize> + '_ {
     std::iter::once(0).chain(stem.iter().enumerate().filter(|(_, &c)| c == b'/').map(|(i, _)| i))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_under;
-
-    #[test]
-    fn is_under_compares_whole_components() {
-        for (path, dir) in [("/a/b", "/a"), ("/a", "/a"), ("/a/b", "/a/"), ("/a", "/"), ("/", "/"), ("/a/b/c", "/a/b")]
-        {
-            assert!(is_under(path.as_bytes(), dir.as_bytes()), "{path} under {dir}");
-        }
-        for (path, dir) in [("/ab", "/a"), ("/a", "/a/b"), ("/b", "/a"), ("/a.rb", "/a")] {
-            assert!(!is_under(path.as_bytes(), dir.as_bytes()), "{path} not under {dir}");
-        }
-    }
 }

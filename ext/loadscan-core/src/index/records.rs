@@ -41,8 +41,8 @@ impl Index {
                     l.deferred.retain(still_deferred);
                     Some(l)
                 }
-                (Life::Cached { slot, listed_since, .. }, Some(s)) => {
-                    let slot = *slot as usize;
+                (Life::Cached { listed_since, .. }, Some(s)) => {
+                    let slot = id as usize;
                     s.root(slot).and_then(|v| s.listing_without_files(&v)).map(|mut l| {
                         l.files = snapshot_files.get_mut(slot).map(std::mem::take).unwrap_or_default();
                         if let Some(since) = listed_since {

@@ -28,6 +28,7 @@ impl Index {
     pub fn from_snapshot(dlext: &[u8], snapshot: Snapshot) -> Self {
         let mut index = Index::new(dlext);
         for slot in 0..snapshot.root_count() {
+            // Every slot gets a root, so a cached root's id is its slot (see `Life::Cached`).
             let Some(r) = snapshot.root(slot) else {
                 // A damaged record: the root is simply unknown and gets scanned when needed.
                 index.push_root(Root {
@@ -41,7 +42,7 @@ impl Index {
             };
             let id = index.push_root(Root {
                 path: r.path.to_vec(),
-                life: Life::Cached { slot: slot as u32, revalidated: false, listed_since: None },
+                life: Life::Cached { revalidated: false, listed_since: None },
                 volatile: r.volatile,
                 scanned_at_ns: r.scanned_at_ns,
                 last_used_s: r.last_used_s,

@@ -1,14 +1,15 @@
 //! Keeping the index in line with the load path: revalidating cached roots (spread over
 //! threads when there is enough to check), listing changed directories again, scanning roots
-//! never seen; and the one-`stat` check behind a sure miss. The only user of `store::validate`.
+//! never seen. The only user of `store::check_root`.
 
 use std::path::PathBuf;
 
 use rustc_hash::FxHashMap;
 
-use super::{bytes, is_under, now_ns, path_of_bytes, Index, Life, RootId};
-use crate::scan::{refresh, scan_roots, DirRecord, ScanOptions, ScanProblem};
-use crate::store::{check_root, stamp_differs, Freshness, RootView, Validation};
+use super::{bytes, now_ns, Index, Life, RootId};
+use crate::relpath::is_under;
+use crate::scan::{refresh, scan_roots, ScanOptions, ScanProblem};
+use crate::store::{check_root, Freshness, RootView, Validation};
 
 /// Fewer checks than this per thread are not worth starting a thread for (see `check_roots`).
 const STATS_PER_THREAD: usize = 1024;
@@ -37,8 +38,8 @@ pub struct SyncReport {
     pub problems: Vec<ScanProblem>,
 }
 
-/// A cached root to revalidate: its id, snapshot slot, whether it is volatile now, its path.
-type ToCheck<'a> = (RootId, u32, bool, &'a PathBuf);
+/// A cached root to revalidate: its id (its snapshot slot), whether it is volatile now, its path.
+type ToCheck<'a> = (RootId, bool, &'a PathBuf);
 
 fn is_stable(path: &std::path::Path, policy: &SyncPolicy) -> bool {
     policy.stable.iter().any(|s| is_under(bytes(path), bytes(s)))
@@ -62,20 +63,20 @@ impl Index {
                 continue;
             };
             let root = &self.roots[id as usize];
-            if let Life::Cached { slot, revalidated: false, .. } = root.life {
+            if let Life::Cached { revalidated: false, .. } = root.life {
                 let volatile = !is_stable(path, policy);
                 if volatile && !root.volatile {
                     // Cached as stable (checked at its top directory alone, so its deeper
                     // records may be stale): cannot be checked directory by directory.
                     to_scan.push(path.clone());
                 } else {
-                    to_check.push((id, slot, volatile, path));
+                    to_check.push((id, volatile, path));
                 }
             }
         }
         let verdicts = self.check_roots(&to_check, policy.validation);
         let snapshot = self.snapshot.take();
-        for ((id, slot, volatile, path), verdict) in to_check.into_iter().zip(verdicts) {
+        for ((id, volatile, path), verdict) in to_check.into_iter().zip(verdicts) {
             match verdict {
                 Freshness::Fresh => {
                     report.fresh += 1;
@@ -85,7 +86,7 @@ impl Index {
                 }
                 Freshness::Rescan => to_scan.push(path.clone()),
                 Freshness::Refresh(dirs) => {
-                    let old = snapshot.as_ref().and_then(|s| s.root(slot as usize).and_then(|v| s.listing(&v, slot)));
+                    let old = snapshot.as_ref().and_then(|s| s.root(id as usize).and_then(|v| s.listing(&v, id)));
                     match old {
                         Some(old) => {
                             let started = now_ns();
@@ -120,8 +121,7 @@ impl Index {
     /// start (0.3 against 0.57 ms for the 200-gem fixture's 214 roots).
     fn check_roots(&self, roots: &[ToCheck], validation: Validation) -> Vec<Freshness> {
         let Some(snapshot) = &self.snapshot else { return roots.iter().map(|_| Freshness::Rescan).collect() };
-        let views: Vec<_> =
-            roots.iter().map(|&(_, slot, volatile, _)| (snapshot.root(slot as usize), volatile)).collect();
+        let views: Vec<_> = roots.iter().map(|&(id, volatile, _)| (snapshot.root(id as usize), volatile)).collect();
         let check = |(view, volatile): &(Option<RootView>, bool)| match view {
             Some(view) => check_root(snapshot, view, *volatile, validation),
             None => Freshness::Rescan,
@@ -151,50 +151,5 @@ impl Index {
                 })
                 .collect()
         })
-    }
-
-    /// Whether a miss that [`Index::locate`] found still holds on disk. Every root on the load
-    /// path is checked with one `stat` of the directory where `stem` would be: it must not exist
-    /// (then neither does the file), or be the very directory that was listed, unchanged since
-    /// (same device, inode, mtime and size, not changed within `RACY_NS` of the listing, and
-    /// settled: no dangling symlink in it whose target may have appeared). Anything else — a
-    /// directory that appeared, changed, holds a dangling symlink or cannot be asked — is
-    /// `false`: Ruby's own search decides. Stable roots are asked too: a stable root is
-    /// revalidated at boot by its top directory alone, so a file added deeper in an installed
-    /// gem (`bundle open`, a distribution update) shows only here. A miss is rare and raises;
-    /// hits never pay for this.
-    pub fn confirm_missing(&self, stem: &[u8]) -> bool {
-        let rel = stem.iter().rposition(|&c| c == b'/').map_or(&stem[..0], |i| &stem[..i]);
-        self.roots.iter().enumerate().all(|(id, root)| {
-            if root.is_retired() || self.ranked(id as RootId).is_none() {
-                return true;
-            }
-            let mut dir = root.path.clone();
-            if !rel.is_empty() {
-                dir.push(b'/');
-                dir.extend_from_slice(rel);
-            }
-            let dir = path_of_bytes(&dir);
-            match std::fs::metadata(dir) {
-                // Absent, not a directory, or unreachable (EACCES, ELOOP): Ruby's `open` of a
-                // file in it fails the same way.
-                Err(_) => true,
-                Ok(md) if !md.is_dir() => true,
-                Ok(md) => {
-                    self.dir_record(id as RootId, rel).is_some_and(|rec| !stamp_differs(&md, &rec, root.scanned_at_ns))
-                }
-            }
-        })
-    }
-
-    /// The record of the directory `rel` of root `id`, from whichever listing holds it.
-    fn dir_record(&self, id: RootId, rel: &[u8]) -> Option<DirRecord> {
-        let root = &self.roots[id as usize];
-        if let Some(rec) = root.listed_here().into_iter().flat_map(|l| &l.dirs).find(|d| d.rel == rel) {
-            return Some(rec.clone());
-        }
-        let Life::Cached { slot, .. } = root.life else { return None };
-        let snapshot = self.snapshot.as_ref()?;
-        snapshot.find_dir(&snapshot.root(slot as usize)?, rel)
     }
 }

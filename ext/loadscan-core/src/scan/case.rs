@@ -1,5 +1,5 @@
 //! Does a directory fold case? On a case-insensitive file system (vfat, exFAT, NTFS and SMB
-//! mounts, ext4/f2fs/tmpfs directories with the casefold attribute, WSL's `/mnt/c`, Docker
+//! mounts, ext4/f2fs/tmpfs/bcachefs directories with the casefold attribute, WSL's `/mnt/c`, Docker
 //! Desktop's bind mounts, macOS) `require "logger"` opens `Logger.rb` where the index, which
 //! compares bytes, would have gone on to the stdlib's `logger.rb`. Such a directory is made a
 //! blind spot, so every lookup that reaches it is answered by Ruby itself.
@@ -8,10 +8,11 @@
 //! inside a root), never per ordinary directory: one `fstatfs` on the open directory, plus the
 //! inode flags (`FS_IOC_GETFLAGS`) on the file systems whose directories can carry casefold.
 //! File system types that cannot fold case answer at once; the ones that always do
-//! (vfat/exFAT/SMB) too. Any other type (FUSE, 9p, NFS, ZFS, NTFS3, …, and every type off Linux)
-//! is asked by behaviour: `lstat` of one entry's name with its letters' case swapped. Absent
-//! means names are exact; found, or nothing to ask with, means the directory is left to Ruby.
-//! A directory listed lazily, below the eager depth, is not asked (it is rarely a mount point).
+//! (vfat/exFAT/HPFS/SMB) too. Any other type (FUSE, 9p, NFS, ZFS, NTFS3, …, and every type off
+//! Linux) is asked by behaviour: `lstat` of one entry's name with its letters' case swapped.
+//! Absent means names are exact; found, any other error, or nothing to ask with, means the
+//! directory is left to Ruby. A directory listed lazily, below the eager depth, has no parent
+//! at hand: it is asked when it is on another device than the one recorded for its root.
 
 use std::io;
 use std::path::Path;
@@ -23,7 +24,7 @@ pub(crate) enum Ask {
     Always,
     /// A subdirectory whose parent is on this device: asked only when it is on another one.
     IfOffDevice(u64),
-    /// Not asked (a lazily listed directory, or a digest for revalidation).
+    /// Not asked: a digest for revalidation (`super::dir_digest`).
     Never,
 }
 
@@ -124,8 +125,8 @@ mod imp {
 
 pub(crate) use imp::by_type;
 
-/// Whether the directory at `dir` folds case, asked through `std` (the serial walker's way;
-/// the fast walker asks on the directory it has open, in `readdir.rs`).
+/// Whether the directory at `dir` folds case, asked through `std` (the serial walker's way, and
+/// the portable lister's; the Linux lister asks on the directory it has open, in `readdir.rs`).
 pub(crate) fn folds_at(dir: &Path) -> bool {
     let Ok(handle) = std::fs::File::open(dir) else {
         return true;

@@ -41,6 +41,27 @@ impl DirStamp {
         self.mtime_ns == Self::UNSETTLED_NS
     }
 
+    /// The stamp in a directory's metadata (`stat` through `std`).
+    pub(crate) fn of(md: &std::fs::Metadata) -> DirStamp {
+        use std::os::unix::fs::MetadataExt;
+        DirStamp::from_parts((md.dev(), md.ino()), (md.mtime(), md.mtime_nsec()), md.size())
+    }
+
+    /// The stamp in a `stat` made through rustix (the fast walker's `fstat` of the open directory).
+    #[cfg(all(target_os = "linux", not(feature = "portable-readdir")))]
+    #[allow(clippy::unnecessary_cast)] // the fields' types differ between targets
+    pub(crate) fn of_stat(st: &rustix::fs::Stat) -> DirStamp {
+        DirStamp::from_parts(
+            (st.st_dev as u64, st.st_ino as u64),
+            (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            st.st_size as u64,
+        )
+    }
+
+    fn from_parts((dev, ino): (u64, u64), (mtime_s, mtime_nsec): (i64, i64), size: u64) -> DirStamp {
+        DirStamp { dev, ino, mtime_ns: mtime_s * 1_000_000_000 + mtime_nsec, size }
+    }
+
     /// This stamp, marked unsettled (identity kept: the loop check and mount detection use it).
     pub fn unsettled(self) -> DirStamp {
         DirStamp { mtime_ns: Self::UNSETTLED_NS, ..self }

@@ -7,6 +7,7 @@ mod options;
 mod readdir;
 mod refresh;
 mod serial;
+mod step;
 mod walk;
 
 pub use listing::{DirRecord, DirStamp, FileEntry, Kind, Listing, ProblemKind, RootState, ScanProblem};

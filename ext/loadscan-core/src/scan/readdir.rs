@@ -143,12 +143,7 @@ mod imp {
     pub(crate) fn list(path: &Path, ask: Ask, mut visit: impl FnMut(&[u8], Entry)) -> io::Result<Listed> {
         let fd = openat(CWD, path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
         let st = fstat(&fd)?;
-        let stamp = DirStamp {
-            dev: st.st_dev,
-            ino: st.st_ino,
-            mtime_ns: (st.st_mtime as i64) * 1_000_000_000 + st.st_mtime_nsec as i64,
-            size: st.st_size as u64,
-        };
+        let stamp = DirStamp::of_stat(&st);
         let by_type = if ask.wanted(stamp.dev) { case::by_type(&fd) } else { ByType::Exact };
         let mut sample: Option<Vec<u8>> = None;
         let mut buf = [MaybeUninit::<u8>::uninit(); 32 * 1024];
@@ -189,7 +184,7 @@ mod imp {
 mod imp {
     use super::*;
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    use std::os::unix::fs::FileTypeExt;
 
     fn from_type(t: std::fs::FileType) -> Entry {
         if t.is_dir() {
@@ -208,12 +203,7 @@ mod imp {
             std::fs::read_dir(path)?;
             return Err(io::Error::other("replaced while being listed"));
         }
-        let stamp = DirStamp {
-            dev: md.dev(),
-            ino: md.ino(),
-            mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
-            size: md.size(),
-        };
+        let stamp = DirStamp::of(&md);
         for entry in std::fs::read_dir(path)? {
             let entry = entry?;
             let t = entry.file_type()?;

@@ -7,7 +7,9 @@ use std::sync::atomic::AtomicUsize;
 
 use super::listing::{Listing, RootState, ScanProblem};
 use super::options::ScanOptions;
-use super::walk::{assemble, failed, finish, join, run_jobs, scan_roots, Job, Mode, Output, Walk};
+use super::step::{join, Job, Mode, Output, Walk};
+use super::walk::{assemble, failed, finish, run_jobs, scan_roots};
+use crate::relpath::{is_under, parent};
 
 fn rescan_whole(old: &Listing, opts: &ScanOptions) -> (Listing, Vec<ScanProblem>) {
     let (mut listings, problems) = scan_roots(std::slice::from_ref(&old.root), opts);
@@ -80,17 +82,6 @@ pub fn refresh(old: &Listing, changed: &[Vec<u8>], opts: &ScanOptions) -> (Listi
     merge(old, outputs, opts)
 }
 
-fn parent(rel: &[u8]) -> &[u8] {
-    match rel.iter().rposition(|&c| c == b'/') {
-        Some(i) => &rel[..i],
-        None => &rel[..0],
-    }
-}
-
-fn under(rel: &[u8], prefix: &[u8]) -> bool {
-    rel == prefix || (rel.len() > prefix.len() && rel.starts_with(prefix) && rel[prefix.len()] == b'/')
-}
-
 fn merge(old: &Listing, outputs: Vec<Output>, opts: &ScanOptions) -> (Listing, Vec<ScanProblem>) {
     let mut relisted: HashSet<Vec<u8>> = HashSet::new();
     let mut gone: Vec<Vec<u8>> = Vec::new();
@@ -114,7 +105,7 @@ fn merge(old: &Listing, outputs: Vec<Output>, opts: &ScanOptions) -> (Listing, V
             gone.push(d.rel.clone());
         }
     }
-    let dead = |rel: &[u8]| gone.iter().any(|g| under(rel, g));
+    let dead = |rel: &[u8]| gone.iter().any(|g| is_under(rel, g));
     let mut listing = Listing::empty(old.root.clone(), old.state);
     listing.files =
         old.files.iter().filter(|f| !relisted.contains(parent(&f.stem)) && !dead(&f.stem)).cloned().collect();

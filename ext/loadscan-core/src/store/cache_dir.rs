@@ -15,7 +15,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::error::DirError;
+use super::error::{DirError, DirErrorKind};
 use super::private_group::{group_name, is_private_group};
 
 /// An opened, checked cache directory.
@@ -36,12 +36,16 @@ impl CacheDir {
     /// Opens the cache directory `path` for the user `euid`: `Ok(None)` when it does not exist
     /// yet (everything above it that exists passed the checks).
     pub fn open(path: &Path, euid: u32) -> Result<Option<CacheDir>, DirError> {
-        sys::open(path, euid, false)
+        sys::open(path, euid, false).map_err(|kind| DirError::new(path.to_path_buf(), kind))
     }
 
     /// Opens the cache directory `path`, creating what is missing of it (mode 0755).
     pub fn create(path: &Path, euid: u32) -> Result<CacheDir, DirError> {
-        sys::open(path, euid, true)?.ok_or_else(|| DirError::Io(io::ErrorKind::NotFound.into()))
+        match sys::open(path, euid, true) {
+            Ok(Some(dir)) => Ok(dir),
+            Ok(None) => Err(DirError::new(path.to_path_buf(), io::Error::from(io::ErrorKind::NotFound).into())),
+            Err(kind) => Err(DirError::new(path.to_path_buf(), kind)),
+        }
     }
 }
 
@@ -53,26 +57,27 @@ pub(super) fn trusted_owner(uid: u32, euid: u32) -> bool {
     uid == euid || uid == Uid::ROOT.as_raw()
 }
 
-/// Whether a directory with this owner, group and mode may hold (or lead to) the cache of
-/// `euid`. Group-writable is fine when the group is `euid`'s private group (`private_group.rs`).
-fn dir_refusal(shown: &Path, (uid, gid): (u32, u32), mode: Mode, euid: u32) -> Option<String> {
+/// Whether a directory `shown` with this owner, group and mode may hold (or lead to) the cache
+/// of `euid`. Group-writable is fine when the group is `euid`'s private group
+/// (`private_group.rs`).
+fn check_owner_and_mode(shown: &Path, (uid, gid): (u32, u32), mode: Mode, euid: u32) -> Result<(), DirErrorKind> {
     if !trusted_owner(uid, euid) {
-        return Some(format!("{} is owned by uid {uid}, not by root or uid {euid}", shown.display()));
+        return Err(DirErrorKind::refused(shown, format!("is owned by uid {uid}, not by root or uid {euid}")));
     }
     if mode.contains(Mode::SVTX) || !mode.intersects(Mode::WGRP | Mode::WOTH) {
-        return None;
+        return Ok(());
     }
     let bits = (mode & (Mode::RWXU | Mode::RWXG | Mode::RWXO)).bits();
     if mode.contains(Mode::WOTH) {
-        return Some(format!("{} is writable by others (mode {bits:o})", shown.display()));
+        return Err(DirErrorKind::refused(shown, format!("is writable by others (mode {bits:o})")));
     }
     if is_private_group(gid, euid) {
-        return None;
+        return Ok(());
     }
     let group = group_name(gid).map_or(format!("gid {gid}"), |name| format!("{name} (gid {gid})"));
-    Some(format!(
-        "{} is writable by group {group}, which is not a private group of uid {euid} alone (mode {bits:o})",
-        shown.display()
+    Err(DirErrorKind::refused(
+        shown,
+        format!("is writable by group {group}, which is not a private group of uid {euid} alone (mode {bits:o})"),
     ))
 }
 
@@ -83,6 +88,7 @@ mod sys {
     use rustix::fs::{openat, statat, AtFlags, FileType, OFlags, CWD};
     use rustix::io::Errno;
     use std::collections::VecDeque;
+    use std::ffi::OsStr;
     use std::os::fd::OwnedFd;
     use std::os::unix::ffi::OsStrExt;
 
@@ -90,115 +96,150 @@ mod sys {
     /// Linux's own for one path lookup.
     const MAX_SYMLINKS: usize = 40;
 
-    fn refused(msg: String) -> DirError {
-        DirError::Refused(msg)
-    }
-
-    fn check_dir(fd: &OwnedFd, shown: &Path, euid: u32) -> Result<(), DirError> {
-        let st = rustix::fs::fstat(fd).map_err(io::Error::from)?;
-        match dir_refusal(shown, (st.st_uid, st.st_gid), Mode::from_raw_mode(st.st_mode), euid) {
-            Some(why) => Err(refused(why)),
-            None => Ok(()),
-        }
+    fn check_dir(fd: &OwnedFd, shown: &Path, euid: u32) -> Result<(), DirErrorKind> {
+        let st = rustix::fs::fstat(fd)?;
+        check_owner_and_mode(shown, (st.st_uid, st.st_gid), Mode::from_raw_mode(st.st_mode), euid)
     }
 
     fn open_dir_at(at: &OwnedFd, name: &[u8], flags: OFlags) -> rustix::io::Result<OwnedFd> {
         openat(at, name, flags | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
     }
 
-    fn root() -> io::Result<OwnedFd> {
-        Ok(openat(CWD, "/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?)
+    fn root() -> rustix::io::Result<OwnedFd> {
+        openat(CWD, "/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+    }
+
+    /// Makes the directory `name` in `at` (mode 0755); one that exists already is fine.
+    fn make_dir_at(at: &OwnedFd, name: &[u8]) -> rustix::io::Result<()> {
+        match rustix::fs::mkdirat(at, name, DIR_MODE) {
+            Ok(()) | Err(Errno::EXIST) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     fn components(bytes: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
         bytes.split(|&b| b == b'/').filter(|c| !c.is_empty() && *c != b".").map(<[u8]>::to_vec)
     }
 
-    pub(super) fn open(path: &Path, euid: u32, create: bool) -> Result<Option<CacheDir>, DirError> {
+    /// The components of `path` on the way to the cache directory, and its own last one.
+    fn split(path: &Path) -> Result<(VecDeque<Vec<u8>>, Vec<u8>), DirErrorKind> {
         let bytes = path.as_os_str().as_bytes();
         if bytes.first() != Some(&b'/') {
-            return Err(refused(format!("{:?} is not an absolute path", path)));
+            return Err(DirErrorKind::refused(path, "is not an absolute path"));
         }
         let mut todo: VecDeque<Vec<u8>> = components(bytes).collect();
-        let last = match todo.pop_back() {
-            Some(l) if l != b".." => l,
-            _ => return Err(refused(format!("{} does not name a directory of its own", path.display()))),
-        };
-        let mut fd = root()?;
-        let mut shown = PathBuf::from("/");
-        check_dir(&fd, &shown, euid)?;
-        let mut links = 0;
-        while let Some(comp) = todo.pop_front() {
-            if comp == b".." {
-                fd = open_dir_at(&fd, b"..", OFlags::PATH).map_err(io::Error::from)?;
-                shown.pop();
-                check_dir(&fd, &shown, euid)?;
-                continue;
+        match todo.pop_back() {
+            Some(last) if last != b".." => Ok((todo, last)),
+            _ => Err(DirErrorKind::refused(path, "does not name a directory of its own")),
+        }
+    }
+
+    /// Where the walk to the cache directory is: the directory open (`O_PATH`) and its path as
+    /// shown in refusals, the components still to go, and the symlinks gone through.
+    struct Way {
+        fd: OwnedFd,
+        shown: PathBuf,
+        todo: VecDeque<Vec<u8>>,
+        links: usize,
+    }
+
+    impl Way {
+        /// Goes through the symlink `comp` (at `here`, owned by `uid`): its target's components
+        /// come next, from `/` when it is absolute.
+        fn follow(&mut self, comp: &[u8], here: &Path, uid: u32, euid: u32) -> Result<(), DirErrorKind> {
+            self.links += 1;
+            if self.links > MAX_SYMLINKS {
+                return Err(DirErrorKind::refused(
+                    here,
+                    format!("is a symlink past the {MAX_SYMLINKS} allowed on the way"),
+                ));
             }
-            let here = shown.join(std::ffi::OsStr::from_bytes(&comp));
-            match statat(&fd, comp.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+            if !trusted_owner(uid, euid) {
+                return Err(DirErrorKind::refused(
+                    here,
+                    format!("is a symlink owned by uid {uid}, not by root or uid {euid}"),
+                ));
+            }
+            let target = rustix::fs::readlinkat(&self.fd, comp, Vec::new())?;
+            let target = target.as_bytes();
+            for c in components(target).collect::<Vec<_>>().into_iter().rev() {
+                self.todo.push_front(c);
+            }
+            if target.first() == Some(&b'/') {
+                self.fd = root()?;
+                self.shown = PathBuf::from("/");
+            }
+            Ok(())
+        }
+
+        /// Goes down into `comp` (making it if `create`), or up for `..`, checking where it
+        /// arrives. `false`: `comp` does not exist (and is not to be made).
+        fn enter(&mut self, comp: &[u8], euid: u32, create: bool) -> Result<bool, DirErrorKind> {
+            if comp == b".." {
+                self.fd = open_dir_at(&self.fd, b"..", OFlags::PATH)?;
+                self.shown.pop();
+                check_dir(&self.fd, &self.shown, euid)?;
+                return Ok(true);
+            }
+            let here = self.shown.join(OsStr::from_bytes(comp));
+            match statat(&self.fd, comp, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
-                    links += 1;
-                    if links > MAX_SYMLINKS {
-                        return Err(refused(format!("{}: too many symlinks", path.display())));
-                    }
-                    if !trusted_owner(st.st_uid, euid) {
-                        return Err(refused(format!(
-                            "{} is a symlink owned by uid {}, not by root or uid {euid}",
-                            here.display(),
-                            st.st_uid
-                        )));
-                    }
-                    let target = rustix::fs::readlinkat(&fd, comp.as_slice(), Vec::new()).map_err(io::Error::from)?;
-                    let target = target.as_bytes();
-                    for c in components(target).collect::<Vec<_>>().into_iter().rev() {
-                        todo.push_front(c);
-                    }
-                    if target.first() == Some(&b'/') {
-                        fd = root()?;
-                        shown = PathBuf::from("/");
-                    }
-                    continue;
+                    self.follow(comp, &here, st.st_uid, euid)?;
+                    return Ok(true);
                 }
                 Ok(_) => {}
-                Err(Errno::NOENT) if create => match rustix::fs::mkdirat(&fd, comp.as_slice(), DIR_MODE) {
-                    Ok(()) | Err(Errno::EXIST) => {}
-                    Err(e) => return Err(DirError::Io(e.into())),
-                },
-                Err(Errno::NOENT) => return Ok(None),
-                Err(e) => return Err(DirError::Io(e.into())),
+                Err(Errno::NOENT) if create => make_dir_at(&self.fd, comp)?,
+                Err(Errno::NOENT) => return Ok(false),
+                Err(e) => return Err(e.into()),
             }
-            fd = match open_dir_at(&fd, &comp, OFlags::PATH) {
+            self.fd = match open_dir_at(&self.fd, comp, OFlags::PATH) {
                 Ok(fd) => fd,
-                Err(Errno::NOTDIR | Errno::LOOP) => {
-                    return Err(refused(format!("{} is not a directory", here.display())));
-                }
-                Err(e) => return Err(DirError::Io(e.into())),
+                Err(Errno::NOTDIR | Errno::LOOP) => return Err(DirErrorKind::refused(&here, "is not a directory")),
+                Err(e) => return Err(e.into()),
             };
-            shown = here;
-            check_dir(&fd, &shown, euid)?;
+            self.shown = here;
+            check_dir(&self.fd, &self.shown, euid)?;
+            Ok(true)
         }
-        // The cache directory itself: never through a symlink.
-        let here = shown.join(std::ffi::OsStr::from_bytes(&last));
-        let mut made = false;
-        let dir = loop {
-            match open_dir_at(&fd, &last, OFlags::RDONLY) {
-                Ok(d) => break d,
-                Err(Errno::NOENT) if create && !made => match rustix::fs::mkdirat(&fd, last.as_slice(), DIR_MODE) {
-                    Ok(()) | Err(Errno::EXIST) => made = true,
-                    Err(e) => return Err(DirError::Io(e.into())),
-                },
-                Err(Errno::NOENT) if !create => return Ok(None),
-                Err(Errno::LOOP) => return Err(refused(format!("{} is a symlink", here.display()))),
-                Err(Errno::NOTDIR) => {
-                    let link = statat(&fd, last.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
-                        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink);
-                    let what = if link { "a symlink" } else { "not a directory" };
-                    return Err(refused(format!("{} is {what}", here.display())));
+
+        /// Opens the cache directory itself, `last` (at `here`), never through a symlink;
+        /// `None` when it does not exist (and is not to be made).
+        fn open_last(&self, last: &[u8], here: &Path, create: bool) -> Result<Option<OwnedFd>, DirErrorKind> {
+            let mut made = false;
+            loop {
+                match open_dir_at(&self.fd, last, OFlags::RDONLY) {
+                    Ok(d) => return Ok(Some(d)),
+                    Err(Errno::NOENT) if create && !made => {
+                        make_dir_at(&self.fd, last)?;
+                        made = true;
+                    }
+                    Err(Errno::NOENT) if !create => return Ok(None),
+                    Err(Errno::LOOP) => return Err(DirErrorKind::refused(here, "is a symlink")),
+                    Err(Errno::NOTDIR) => {
+                        let link = statat(&self.fd, last, AtFlags::SYMLINK_NOFOLLOW)
+                            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink);
+                        return Err(DirErrorKind::refused(
+                            here,
+                            if link { "is a symlink" } else { "is not a directory" },
+                        ));
+                    }
+                    Err(e) => return Err(e.into()),
                 }
-                Err(e) => return Err(DirError::Io(e.into())),
             }
-        };
+        }
+    }
+
+    pub(super) fn open(path: &Path, euid: u32, create: bool) -> Result<Option<CacheDir>, DirErrorKind> {
+        let (todo, last) = split(path)?;
+        let mut way = Way { fd: root()?, shown: PathBuf::from("/"), todo, links: 0 };
+        check_dir(&way.fd, &way.shown, euid)?;
+        while let Some(comp) = way.todo.pop_front() {
+            if !way.enter(&comp, euid, create)? {
+                return Ok(None);
+            }
+        }
+        let here = way.shown.join(OsStr::from_bytes(&last));
+        let Some(dir) = way.open_last(&last, &here, create)? else { return Ok(None) };
         check_dir(&dir, &here, euid)?;
         Ok(Some(CacheDir { path: path.to_path_buf(), euid, fd: dir }))
     }
@@ -216,26 +257,23 @@ mod portable {
     use super::*;
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 
-    fn check(md: &std::fs::Metadata, shown: &Path, euid: u32) -> Result<(), DirError> {
-        match dir_refusal(shown, (md.uid(), md.gid()), Mode::from_bits_truncate(md.mode() as _), euid) {
-            Some(why) => Err(DirError::Refused(why)),
-            None => Ok(()),
-        }
+    fn check(md: &std::fs::Metadata, shown: &Path, euid: u32) -> Result<(), DirErrorKind> {
+        check_owner_and_mode(shown, (md.uid(), md.gid()), Mode::from_bits_truncate(md.mode() as _), euid)
     }
 
     #[cfg(not(target_os = "linux"))]
-    pub(super) fn open(path: &Path, euid: u32, create: bool) -> Result<Option<CacheDir>, DirError> {
+    pub(super) fn open(path: &Path, euid: u32, create: bool) -> Result<Option<CacheDir>, DirErrorKind> {
         Ok(open_path(path, euid, create)?.map(|path| CacheDir { path, euid }))
     }
 
     /// The checked cache directory's path (`None`: it does not exist yet).
     #[allow(clippy::useless_conversion)] // mode_t is u16 on macOS, u32 on Linux
-    pub(super) fn open_path(path: &Path, euid: u32, create: bool) -> Result<Option<PathBuf>, DirError> {
+    pub(super) fn open_path(path: &Path, euid: u32, create: bool) -> Result<Option<PathBuf>, DirErrorKind> {
         if !path.is_absolute() {
-            return Err(DirError::Refused(format!("{:?} is not an absolute path", path)));
+            return Err(DirErrorKind::refused(path, "is not an absolute path"));
         }
         let (Some(parent), Some(_)) = (path.parent(), path.file_name()) else {
-            return Err(DirError::Refused(format!("{} does not name a directory of its own", path.display())));
+            return Err(DirErrorKind::refused(path, "does not name a directory of its own"));
         };
         let parent = match std::fs::canonicalize(parent) {
             Ok(p) => p,
@@ -262,10 +300,10 @@ mod portable {
             Err(e) => return Err(e.into()),
         };
         if md.file_type().is_symlink() {
-            return Err(DirError::Refused(format!("{} is a symlink", here.display())));
+            return Err(DirErrorKind::refused(&here, "is a symlink"));
         }
         if !md.is_dir() {
-            return Err(DirError::Refused(format!("{} is not a directory", here.display())));
+            return Err(DirErrorKind::refused(&here, "is not a directory"));
         }
         check(&md, &here, euid)?;
         Ok(Some(here))

@@ -1,8 +1,8 @@
 //! Reading and writing the cache file safely, in a [`CacheDir`] (opened and checked by
 //! `cache_dir.rs`).
 //!
-//! Inside that directory, loadscan only ever touches names of its own (the cache file, `loadscan.cache`,
-//! and its temp files), relative to the directory's fd (`openat`, `renameat`, `unlinkat`), never
+//! Inside that directory, loadscan only ever touches names of its own (`names.rs`: the cache file,
+//! `loadscan.cache`, the last boot's `last_boot.json`, and their temp files), relative to the directory's fd (`openat`, `renameat`, `unlinkat`), never
 //! follows a symlink (`O_NOFOLLOW`), never blocks on a fifo (`O_NONBLOCK`), and never replaces
 //! a file that is not a loadscan cache owned by the current user.
 //!
@@ -20,13 +20,13 @@
 
 use rustix::fs::Mode;
 use std::io::{self, Read, Seek, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use super::cache_dir::{trusted_owner, CacheDir};
-use super::error::{DirError, LoadError};
-use super::format::MAGIC;
+use super::error::{LoadError, LoadErrorKind};
 use super::layout::header;
+use super::names::signature;
 use super::snapshot::{check_header, Snapshot};
 
 /// The largest cache file loadscan reads. The file is read whole into memory, so its size is
@@ -36,41 +36,43 @@ use super::snapshot::{check_header, Snapshot};
 /// aborting the process on a failed allocation.
 pub const MAX_FILE_LEN: u64 = 256 << 20;
 
-/// Who may have written a cache file we trust.
-#[derive(Clone, Copy, Debug)]
-pub struct TrustPolicy {
-    /// The effective uid of this process: the file must be owned by it (or by root).
-    pub uid: u32,
-}
-
 impl CacheDir {
     /// Loads and checks the cache file `name` for the environment key `env`.
     pub fn load(&self, name: &str, env: &[u8]) -> Result<Snapshot, LoadError> {
+        self.read(name, env).map_err(|kind| LoadError::new(self.path.join(name), kind))
+    }
+
+    fn read(&self, name: &str, env: &[u8]) -> Result<Snapshot, LoadErrorKind> {
         let mut file = sys::open_file(self, name)?;
-        let len = file.metadata().map_err(LoadError::Io)?.len();
+        let len = file.metadata().map_err(LoadErrorKind::Io)?.len();
         let mut head = [0u8; header::LEN];
         let mut got = 0;
         while got < header::LEN {
             match file.read(&mut head[got..]) {
-                Ok(0) => return Err(LoadError::Corrupt("not a loadscan cache (bad magic or too short)")),
+                Ok(0) => return Err(LoadErrorKind::Corrupt("not a loadscan cache (bad magic or too short)")),
                 Ok(n) => got += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(LoadError::Io(e)),
+                Err(e) => return Err(LoadErrorKind::Io(e)),
             }
         }
         check_header(&head, len)?;
         if len > MAX_FILE_LEN {
-            return Err(LoadError::Corrupt("larger than a cache can be (256 MiB)"));
+            return Err(LoadErrorKind::Corrupt("larger than a cache can be (256 MiB)"));
         }
-        file.rewind().map_err(LoadError::Io)?;
-        let bytes = super::buffer::read_all(&mut file, len as usize).map_err(LoadError::Io)?;
+        file.rewind().map_err(LoadErrorKind::Io)?;
+        let bytes = super::buffer::read_all(&mut file, len as usize).map_err(LoadErrorKind::Io)?;
         Snapshot::parse(bytes, env)
     }
 
-    /// Whether the file `name` may be written over: absent, or a loadscan cache (by its magic)
-    /// owned by this user.
+    /// Whether the file `name` may be written over: absent, or a file of loadscan's under that
+    /// name (by its first bytes) owned by this user.
     pub fn replaceable(&self, name: &str) -> io::Result<bool> {
         sys::replaceable(self, name)
+    }
+
+    /// Removes `name` when it is a regular file or a symlink (the link itself); whether it did.
+    pub(crate) fn remove_file(&self, name: &str) -> io::Result<bool> {
+        sys::remove_file(self, name)
     }
 
     /// Writes `bytes` to the cache file `name` atomically for other processes (temp file,
@@ -88,7 +90,7 @@ impl CacheDir {
             if !sys::replaceable(self, name)? {
                 return Err(io::Error::new(
                     io::ErrorKind::AlreadyExists,
-                    format!("{} exists and is not a loadscan cache of this user; not replacing it", name),
+                    format!("{name} exists and is not a file of loadscan's of this user; not replacing it"),
                 ));
             }
             sys::rename(self, &tmp, name)?;
@@ -101,31 +103,10 @@ impl CacheDir {
     }
 }
 
-/// Loads and checks the cache file at `path` (its directory is checked as [`CacheDir::open`]
-/// does) for the environment key `env`.
-pub fn load(path: &Path, env: &[u8], trust: TrustPolicy) -> Result<Snapshot, LoadError> {
-    let (dir, name) = split(path).map_err(|e| LoadError::Untrusted(e.to_string()))?;
-    match CacheDir::open(dir, trust.uid) {
-        Ok(Some(d)) => d.load(name, env),
-        Ok(None) => Err(LoadError::Missing),
-        Err(DirError::Refused(why)) => Err(LoadError::Untrusted(why)),
-        Err(DirError::Io(e)) => Err(LoadError::Io(e)),
-    }
-}
-
-/// Writes `bytes` to `dir/name` (see [`CacheDir::write_atomic`]), creating `dir` if needed.
-pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], trust: TrustPolicy) -> io::Result<PathBuf> {
-    let d = CacheDir::create(dir, trust.uid).map_err(|e| match e {
-        DirError::Io(e) => e,
-        DirError::Refused(why) => io::Error::new(io::ErrorKind::PermissionDenied, why),
-    })?;
-    d.write_atomic(name, bytes)
-}
-
-fn split(path: &Path) -> Result<(&Path, &str), DirError> {
-    let bad = || DirError::Refused(format!("{}: not a cache file path", path.display()));
-    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(bad)?;
-    Ok((path.parent().ok_or_else(bad)?, name))
+/// Whether the file's first bytes are `signature`.
+fn starts_with(file: &mut impl Read, signature: &[u8]) -> bool {
+    let mut head = vec![0u8; signature.len()];
+    file.read_exact(&mut head).is_ok() && head == signature
 }
 
 fn now_tag() -> u128 {
@@ -135,13 +116,13 @@ fn now_tag() -> u128 {
 /// Whether a cache file with this owner and mode may be read by `euid`: its own, or root's (a
 /// cache built as root — a Docker image layer — served read-only to the app's user; root can
 /// change anything anyway, so trusting its file adds nothing an attacker could use).
-fn file_refusal(uid: u32, mode: Mode, euid: u32) -> Option<LoadError> {
+fn file_refusal(uid: u32, mode: Mode, euid: u32) -> Option<LoadErrorKind> {
     if !trusted_owner(uid, euid) {
-        return Some(LoadError::Untrusted(format!("owned by uid {uid}, not by root or uid {euid}")));
+        return Some(LoadErrorKind::Untrusted(format!("owned by uid {uid}, not by root or uid {euid}")));
     }
     if mode.intersects(Mode::WGRP | Mode::WOTH) {
         let perms = mode & (Mode::RWXU | Mode::RWXG | Mode::RWXO);
-        return Some(LoadError::Untrusted(format!("writable by group or others (mode {:o})", perms.bits())));
+        return Some(LoadErrorKind::Untrusted(format!("writable by group or others (mode {:o})", perms.bits())));
     }
     None
 }
@@ -160,18 +141,18 @@ mod sys {
     use rustix::io::Errno;
     use std::fs::File;
 
-    pub(super) fn open_file(dir: &CacheDir, name: &str) -> Result<File, LoadError> {
+    pub(super) fn open_file(dir: &CacheDir, name: &str) -> Result<File, LoadErrorKind> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let file = match openat(&dir.fd, name, flags, Mode::empty()) {
             Ok(fd) => File::from(fd),
-            Err(Errno::NOENT) => return Err(LoadError::Missing),
+            Err(Errno::NOENT) => return Err(LoadErrorKind::Missing),
             // A symlink (ELOOP under O_NOFOLLOW), or a device that refuses to be opened so.
-            Err(Errno::LOOP | Errno::NXIO) => return Err(LoadError::NotAFile),
-            Err(e) => return Err(LoadError::Io(e.into())),
+            Err(Errno::LOOP | Errno::NXIO) => return Err(LoadErrorKind::NotAFile),
+            Err(e) => return Err(LoadErrorKind::Io(e.into())),
         };
-        let st = rustix::fs::fstat(&file).map_err(|e| LoadError::Io(e.into()))?;
+        let st = rustix::fs::fstat(&file).map_err(|e| LoadErrorKind::Io(e.into()))?;
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Err(LoadError::NotAFile);
+            return Err(LoadErrorKind::NotAFile);
         }
         match file_refusal(st.st_uid, Mode::from_raw_mode(st.st_mode), dir.euid) {
             Some(e) => Err(e),
@@ -199,8 +180,22 @@ mod sys {
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_uid != dir.euid {
             return Ok(false);
         }
-        let mut magic = [0u8; MAGIC.len()];
-        Ok(st.st_size == 0 || (file.read_exact(&mut magic).is_ok() && &magic == MAGIC))
+        Ok(st.st_size == 0 || starts_with(&mut file, signature(name)))
+    }
+
+    pub(super) fn remove_file(dir: &CacheDir, name: &str) -> io::Result<bool> {
+        let st = match statat(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile | FileType::Symlink => {
+                rustix::fs::unlinkat(&dir.fd, name, AtFlags::empty())?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 
     pub(super) fn rename(dir: &CacheDir, from: &str, to: &str) -> io::Result<()> {
@@ -247,20 +242,20 @@ mod portable {
     use std::fs::{File, OpenOptions};
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 
-    pub(super) fn open_file(dir: &CacheDir, name: &str) -> Result<File, LoadError> {
+    pub(super) fn open_file(dir: &CacheDir, name: &str) -> Result<File, LoadErrorKind> {
         let path = dir.path.join(name);
         let before = match std::fs::symlink_metadata(&path) {
             Ok(md) => md,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(LoadError::Missing),
-            Err(e) => return Err(LoadError::Io(e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(LoadErrorKind::Missing),
+            Err(e) => return Err(LoadErrorKind::Io(e)),
         };
         if !before.file_type().is_file() {
-            return Err(LoadError::NotAFile);
+            return Err(LoadErrorKind::NotAFile);
         }
-        let file = File::open(&path).map_err(LoadError::Io)?;
-        let md = file.metadata().map_err(LoadError::Io)?;
+        let file = File::open(&path).map_err(LoadErrorKind::Io)?;
+        let md = file.metadata().map_err(LoadErrorKind::Io)?;
         if (md.dev(), md.ino()) != (before.dev(), before.ino()) || !md.is_file() {
-            return Err(LoadError::NotAFile);
+            return Err(LoadErrorKind::NotAFile);
         }
         match file_refusal(md.uid(), Mode::from_bits_truncate(md.mode() as _), dir.euid) {
             Some(e) => Err(e),
@@ -276,13 +271,22 @@ mod portable {
 
     pub(super) fn replaceable(dir: &CacheDir, name: &str) -> io::Result<bool> {
         match open_file(dir, name) {
-            Err(LoadError::Missing) => Ok(true),
-            Err(LoadError::Io(e)) => Err(e),
+            Err(LoadErrorKind::Missing) => Ok(true),
+            Err(LoadErrorKind::Io(e)) => Err(e),
             Err(_) => Ok(false),
-            Ok(mut f) => {
-                let mut magic = [0u8; MAGIC.len()];
-                Ok(f.metadata()?.len() == 0 || (f.read_exact(&mut magic).is_ok() && &magic == MAGIC))
+            Ok(mut f) => Ok(f.metadata()?.len() == 0 || starts_with(&mut f, signature(name))),
+        }
+    }
+
+    pub(super) fn remove_file(dir: &CacheDir, name: &str) -> io::Result<bool> {
+        let path = dir.path.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(md) if md.file_type().is_file() || md.file_type().is_symlink() => {
+                std::fs::remove_file(path).map(|_| true)
             }
+            Ok(_) => Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
         }
     }
 

@@ -202,30 +202,62 @@ fn postings(ids: &[u32], overflow: &mut Vec<u32>) -> u32 {
 /// Encodes roots into a complete cache file (header included). `env` identifies the Ruby and
 /// loadscan that may use it.
 pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
-    let n_files: usize = roots.iter().map(|r| r.listing.files.len()).sum();
-    let n_gaps: usize = roots.iter().map(|r| r.listing.blind.len() + r.listing.deferred.len()).sum();
-    let n_strings = n_files + n_gaps + roots.iter().map(|r| r.listing.dirs.len() + 1).sum::<usize>();
-    let mut strings = Strings {
-        bytes: Vec::with_capacity(16 * n_strings),
-        seen: HashMap::with_capacity_and_hasher(n_strings, Default::default()),
-    };
-    let (mut root_recs, mut dir_recs, mut gap_recs) = (Vec::new(), Vec::new(), Vec::new());
-    let mut feats: Keyed = HashMap::with_capacity_and_hasher(n_files, Default::default());
-    let mut prefixes: Keyed = HashMap::with_capacity_and_hasher(n_gaps, Default::default());
-    let (mut n_dirs, mut n_gaps) = (0u32, 0u32);
+    let mut sections = Sections::for_roots(roots);
     for (id, r) in roots.iter().enumerate() {
-        let id = id as u32;
-        let l = &r.listing;
+        sections.add_root(id as u32, r);
+    }
+    with_header(sections.body(roots.len(), env), env.len())
+}
+
+/// A file being encoded: the records of the roots added so far and the tables they feed.
+struct Sections<'a> {
+    strings: Strings<'a>,
+    root_recs: Vec<u8>,
+    dir_recs: Vec<u8>,
+    gap_recs: Vec<u8>,
+    /// Stem -> the roots having it as a `.rb` and as a native extension.
+    feats: Keyed<'a>,
+    /// Directory prefix -> the roots having a blind spot and a deferred directory there.
+    prefixes: Keyed<'a>,
+    n_dirs: u32,
+    n_gaps: u32,
+}
+
+impl<'a> Sections<'a> {
+    /// Empty sections, with room for `roots`.
+    fn for_roots(roots: &[RootRecord]) -> Self {
+        let n_files: usize = roots.iter().map(|r| r.listing.files.len()).sum();
+        let n_gaps: usize = roots.iter().map(|r| r.listing.blind.len() + r.listing.deferred.len()).sum();
+        let n_strings = n_files + n_gaps + roots.iter().map(|r| r.listing.dirs.len() + 1).sum::<usize>();
+        Sections {
+            strings: Strings {
+                bytes: Vec::with_capacity(16 * n_strings),
+                seen: HashMap::with_capacity_and_hasher(n_strings, Default::default()),
+            },
+            root_recs: Vec::new(),
+            dir_recs: Vec::new(),
+            gap_recs: Vec::new(),
+            feats: HashMap::with_capacity_and_hasher(n_files, Default::default()),
+            prefixes: HashMap::with_capacity_and_hasher(n_gaps, Default::default()),
+            n_dirs: 0,
+            n_gaps: 0,
+        }
+    }
+
+    /// Adds root `id`: its record, its directories' and gaps' records, its files to the
+    /// features and its gaps to the prefixes.
+    fn add_root(&mut self, id: u32, r: &'a RootRecord) {
+        let (l, strings) = (&r.listing, &mut self.strings);
         let rec = Record::<{ root::LEN }>::new()
             .pair(root::PATH, strings.add(l.root.as_os_str().as_bytes()))
             .u8(root::STATE, state_code(l.state))
             .u8(root::VOLATILE, r.volatile as u8)
-            .pair(root::DIRS, (n_dirs, l.dirs.len() as u32))
-            .pair(root::GAPS, (n_gaps, (l.blind.len() + l.deferred.len()) as u32))
+            .pair(root::DIRS, (self.n_dirs, l.dirs.len() as u32))
+            .pair(root::GAPS, (self.n_gaps, (l.blind.len() + l.deferred.len()) as u32))
             .u64(root::SCANNED_AT_NS, r.scanned_at_ns as u64)
             .u64(root::LAST_USED_S, r.last_used_s as u64)
             .0;
-        root_recs.extend_from_slice(&rec);
+        self.root_recs.extend_from_slice(&rec);
         for d in &l.dirs {
             let rec = Record::<{ dir::LEN }>::new()
                 .pair(dir::REL, strings.add(&d.rel))
@@ -235,7 +267,7 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
                 .u64(dir::SIZE, d.stamp.size)
                 .u64(dir::DIGEST, d.digest)
                 .0;
-            dir_recs.extend_from_slice(&rec);
+            self.dir_recs.extend_from_slice(&rec);
         }
         // A root's files are not stored apart: they are the features whose postings name it.
         for f in &l.files {
@@ -243,57 +275,64 @@ pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
                 Kind::Rb => 0,
                 Kind::Ext => 1,
             };
-            feats.entry(f.stem.as_slice()).or_default()[which].push(id);
+            self.feats.entry(f.stem.as_slice()).or_default()[which].push(id);
         }
         for (list, kind) in [(&l.blind, gap::BLIND), (&l.deferred, gap::DEFERRED)] {
             for b in list {
                 let rec = Record::<{ gap::LEN }>::new().pair(gap::REL, strings.add(b)).u32(gap::KIND, kind).0;
-                gap_recs.extend_from_slice(&rec);
-                prefixes.entry(b.as_slice()).or_default()[kind as usize].push(id);
+                self.gap_recs.extend_from_slice(&rec);
+                self.prefixes.entry(b.as_slice()).or_default()[kind as usize].push(id);
             }
         }
-        n_dirs += l.dirs.len() as u32;
-        n_gaps += (l.blind.len() + l.deferred.len()) as u32;
+        self.n_dirs += l.dirs.len() as u32;
+        self.n_gaps += (l.blind.len() + l.deferred.len()) as u32;
     }
 
-    let mut overflow: Vec<u32> = Vec::new();
-    let (n_feats, n_prefixes) = (feats.len(), prefixes.len());
-    let (feat_recs, slots) = keyed_table(feats, Fill::Dense, &mut strings, &mut overflow);
-    let (prefix_recs, prefix_slots) = keyed_table(prefixes, Fill::Sparse, &mut strings, &mut overflow);
+    /// The file's body for `n_roots` roots: the env key, the counts, then every section.
+    fn body(mut self, n_roots: usize, env: &[u8]) -> Vec<u8> {
+        let mut overflow: Vec<u32> = Vec::new();
+        let (n_feats, n_prefixes) = (self.feats.len(), self.prefixes.len());
+        let (feat_recs, slots) = keyed_table(self.feats, Fill::Dense, &mut self.strings, &mut overflow);
+        let (prefix_recs, prefix_slots) = keyed_table(self.prefixes, Fill::Sparse, &mut self.strings, &mut overflow);
 
-    let mut body = Vec::new();
-    body.extend_from_slice(env);
-    let counts = Counts {
-        roots: roots.len(),
-        dirs: n_dirs as usize,
-        gaps: n_gaps as usize,
-        feats: n_feats,
-        slots: slots.len(),
-        ids: overflow.len(),
-        prefixes: n_prefixes,
-        prefix_slots: prefix_slots.len(),
-        strings_len: strings.bytes.len(),
-    };
-    counts.write(&mut body);
-    for section in [&root_recs, &dir_recs, &gap_recs, &feat_recs] {
-        body.extend_from_slice(section);
+        let mut body = Vec::new();
+        body.extend_from_slice(env);
+        let counts = Counts {
+            roots: n_roots,
+            dirs: self.n_dirs as usize,
+            gaps: self.n_gaps as usize,
+            feats: n_feats,
+            slots: slots.len(),
+            ids: overflow.len(),
+            prefixes: n_prefixes,
+            prefix_slots: prefix_slots.len(),
+            strings_len: self.strings.bytes.len(),
+        };
+        counts.write(&mut body);
+        for section in [&self.root_recs, &self.dir_recs, &self.gap_recs, &feat_recs] {
+            body.extend_from_slice(section);
+        }
+        for s in slots.iter().chain(&overflow) {
+            put32(&mut body, *s);
+        }
+        body.extend_from_slice(&prefix_recs);
+        for s in &prefix_slots {
+            put32(&mut body, *s);
+        }
+        body.extend_from_slice(&self.strings.bytes);
+        body
     }
-    for s in slots.iter().chain(&overflow) {
-        put32(&mut body, *s);
-    }
-    body.extend_from_slice(&prefix_recs);
-    for s in &prefix_slots {
-        put32(&mut body, *s);
-    }
-    body.extend_from_slice(&strings.bytes);
+}
 
+/// The complete file: the header over `body`, whose env key is `env_len` bytes, then the body.
+fn with_header(body: Vec<u8>, env_len: usize) -> Vec<u8> {
     let mut head = Record::<{ header::LEN }>::new();
     head.0[header::MAGIC..header::MAGIC + MAGIC.len()].copy_from_slice(MAGIC);
     head.u32(header::VERSION, FORMAT_VERSION)
         .u32(header::HEADER_LEN, header::LEN as u32)
         .u64(header::BODY_LEN, body.len() as u64)
         .u32(header::CRC, crc32fast::hash(&body))
-        .u32(header::ENV_LEN, env.len() as u32);
+        .u32(header::ENV_LEN, env_len as u32);
     let mut out = Vec::with_capacity(header::LEN + body.len());
     out.extend_from_slice(&head.0);
     out.extend_from_slice(&body);

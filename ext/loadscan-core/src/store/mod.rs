@@ -42,19 +42,23 @@
 
 mod buffer;
 mod cache_dir;
+mod cache_file;
 mod error;
 mod file;
 mod format;
 mod layout;
+mod names;
 mod private_group;
 mod snapshot;
 mod validate;
 
 pub use buffer::Bytes;
 pub use cache_dir::CacheDir;
-pub use error::{DirError, LoadError};
-pub use file::{load, write_atomic, TrustPolicy, MAX_FILE_LEN};
+pub use cache_file::{CacheFile, Opened};
+pub use error::{DirError, DirErrorKind, LoadError, LoadErrorKind};
+pub use file::MAX_FILE_LEN;
 pub use format::{bound_dead_roots, encode, RootRecord, DEAD_ROOTS_MIN, FORMAT_VERSION};
+pub use names::{CACHE_FILE, CACHE_FILES, LAST_BOOT_FILE};
 pub use snapshot::{RootView, Snapshot};
 pub(crate) use validate::stamp_differs;
 pub use validate::{check_root, Freshness, Validation, RACY_NS};

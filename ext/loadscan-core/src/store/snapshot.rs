@@ -8,13 +8,17 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use super::buffer::Bytes;
-use super::error::LoadError;
-use super::format::{home_slot, FORMAT_VERSION, MAGIC, MANY, MAX_EXPANDED, MAX_PROBE, NONE};
+use super::error::LoadErrorKind;
+use super::format::{home_slot, MANY, MAX_EXPANDED, MAX_PROBE, NONE};
 use super::layout::{dir, gap, header, keyed, read_pair, read_u32, read_u64, root, Counts};
 use crate::hash::stable_hash;
 use crate::scan::{DirRecord, DirStamp, RootState};
 
+mod check;
 mod expand;
+
+pub(crate) use check::check_header;
+use check::check_roots;
 
 /// A loaded, checked cache file.
 pub struct Snapshot {
@@ -69,63 +73,12 @@ impl RootView<'_> {
     }
 }
 
-/// Checks a file's header (its first `header::LEN` bytes at least) against the file's length:
-/// magic, format version, body length. The CRC and the environment key need the body.
-pub(crate) fn check_header(head: &[u8], file_len: u64) -> Result<(), LoadError> {
-    if head.len() < header::LEN || head.get(header::MAGIC..header::MAGIC + MAGIC.len()) != Some(MAGIC) {
-        return Err(LoadError::Corrupt("not a loadscan cache (bad magic or too short)"));
-    }
-    if read_u32(head, header::VERSION) != Some(FORMAT_VERSION) {
-        return Err(LoadError::Stale("cache format version differs"));
-    }
-    let body_len = read_u64(head, header::BODY_LEN).unwrap_or(u64::MAX);
-    if body_len.checked_add(header::LEN as u64) != Some(file_len) {
-        return Err(LoadError::Corrupt("truncated or padded"));
-    }
-    Ok(())
-}
-
-/// Roots own consecutive, disjoint ranges of the dirs and gaps that cover them exactly (as
-/// `encode` writes them), and their paths fit the budget: so revalidating every root reads each
-/// directory record once, and the boot copies no more than `MAX_EXPANDED` bytes of root paths,
-/// whatever a file with a valid checksum says. One pass over the root records (a few hundred).
-fn check_roots(
-    b: &[u8],
-    roots: usize,
-    n_roots: usize,
-    n_dirs: usize,
-    n_gaps: usize,
-    strings_len: usize,
-) -> Result<(), LoadError> {
-    let bad = || LoadError::Corrupt("inconsistent root records");
-    let (mut next_dir, mut next_gap, mut paths) = (0usize, 0usize, 0usize);
-    for i in 0..n_roots {
-        let r = roots + i * root::LEN;
-        let pair = |k: usize| read_pair(b, r + k).ok_or_else(bad);
-        let ((path_off, path_len), (dir_start, dir_len)) = (pair(root::PATH)?, pair(root::DIRS)?);
-        let (gap_start, gap_len) = pair(root::GAPS)?;
-        if dir_start != next_dir || gap_start != next_gap || path_off.saturating_add(path_len) > strings_len {
-            return Err(bad());
-        }
-        next_dir += dir_len;
-        next_gap += gap_len;
-        paths += path_len;
-        if next_dir > n_dirs || next_gap > n_gaps || paths > MAX_EXPANDED {
-            return Err(bad());
-        }
-    }
-    if next_dir != n_dirs || next_gap != n_gaps {
-        return Err(bad());
-    }
-    Ok(())
-}
-
 impl Snapshot {
     /// Checks the header (magic, version, length, CRC32 of the body, environment key) and the
     /// section sizes. `env` must equal the key the file was written with.
-    pub fn parse(bytes: impl Into<Bytes>, env: &[u8]) -> Result<Snapshot, LoadError> {
+    pub fn parse(bytes: impl Into<Bytes>, env: &[u8]) -> Result<Snapshot, LoadErrorKind> {
         let bytes: Bytes = bytes.into();
-        let corrupt = |why: &'static str| LoadError::Corrupt(why);
+        let corrupt = |why: &'static str| LoadErrorKind::Corrupt(why);
         check_header(&bytes, bytes.len() as u64)?;
         let crc = read_u32(&bytes, header::CRC).unwrap_or(0);
         let body = &bytes[header::LEN..];
@@ -134,7 +87,7 @@ impl Snapshot {
         }
         let env_len = read_u32(&bytes, header::ENV_LEN).unwrap_or(u32::MAX) as usize;
         if body.get(..env_len) != Some(env) {
-            return Err(LoadError::Stale("written by another Ruby or loadscan version"));
+            return Err(LoadErrorKind::Stale("written by another Ruby or loadscan version"));
         }
         let c = header::LEN + env_len;
         let Counts {
@@ -152,7 +105,7 @@ impl Snapshot {
             return Err(corrupt("bad hash table size"));
         }
         let mut at = c + Counts::LEN;
-        let mut section = |n: usize, size: usize| -> Result<usize, LoadError> {
+        let mut section = |n: usize, size: usize| -> Result<usize, LoadErrorKind> {
             let start = at;
             at = n.checked_mul(size).and_then(|len| at.checked_add(len)).ok_or(corrupt("section overflow"))?;
             Ok(start)

@@ -14,11 +14,10 @@
 
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::snapshot::{RootView, Snapshot};
-use crate::scan::{dir_digest, DirRecord, RootState};
+use crate::scan::{dir_digest, DirRecord, DirStamp, RootState};
 
 /// How far an mtime must lie before the scan to be trusted (covers 1 s file systems).
 pub const RACY_NS: i64 = 1_100_000_000;
@@ -58,11 +57,8 @@ fn changed(dir: &Path, rec: &DirRecord, mode: Validation, scanned_at_ns: i64) ->
 
 /// [`changed`] by mtime, given the directory's `stat` already made.
 pub(crate) fn stamp_differs(md: &std::fs::Metadata, rec: &DirRecord, scanned_at_ns: i64) -> bool {
-    let mtime = md.mtime() * 1_000_000_000 + md.mtime_nsec();
     let s = &rec.stamp;
-    s.is_unsettled()
-        || (md.dev(), md.ino(), mtime, md.size()) != (s.dev, s.ino, s.mtime_ns, s.size)
-        || s.mtime_ns.saturating_add(RACY_NS) >= scanned_at_ns
+    s.is_unsettled() || DirStamp::of(md) != *s || s.mtime_ns.saturating_add(RACY_NS) >= scanned_at_ns
 }
 
 /// Checks one root of a snapshot. `volatile` roots are checked directory by directory; stable

@@ -3,8 +3,8 @@
 #![allow(dead_code)]
 
 use loadscan_core::ScanOptions;
-use loadscan_core::{encode, RootRecord, Snapshot, SyncReport, TrustPolicy, Validation};
-use loadscan_core::{Index, Located, SyncPolicy};
+use loadscan_core::{encode, CacheDir, LoadError, LoadErrorKind, RootRecord, Snapshot, SyncReport, Validation};
+use loadscan_core::{InPlace, Index, Reason, SyncPolicy};
 use std::os::unix::fs::symlink;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -167,14 +167,14 @@ pub fn lazy_policy() -> SyncPolicy {
     p
 }
 
-/// What `require(feature)` would load according to `index`: the absolute path, `"missing"` or
-/// `"unknown"`.
+/// What `require(feature)` would load according to `index`, through the production lookup
+/// (`Index::find`, with its sure-miss check): the absolute path, `"missing"` (no entry has it,
+/// sure or not, as `Loadscan.lookup` says) or `"unknown"` (Ruby's search must answer).
 pub fn answer(index: &mut Index, feature: &str) -> String {
-    let Some(q) = index.parse(feature.as_bytes()) else { return "unknown".into() };
-    match index.locate(&q) {
-        Located::Found(root, kind) => String::from_utf8(index.path_of(root, &q.stem, kind)).unwrap(),
-        Located::Missing => "missing".into(),
-        Located::Unknown => "unknown".into(),
+    match index.find(feature.as_bytes(), false, &InPlace) {
+        Ok((_, Some((path, _)))) => String::from_utf8(path).unwrap(),
+        Ok((_, None)) | Err(Reason::Missing) => "missing".into(),
+        Err(_) => "unknown".into(),
     }
 }
 
@@ -214,7 +214,19 @@ pub fn euid() -> u32 {
     std::fs::metadata(&t.root).unwrap().uid()
 }
 
-/// Trust what this test process creates.
-pub fn me() -> TrustPolicy {
-    TrustPolicy { uid: euid() }
+/// Loads the cache file at `path` for the user `uid`, as a boot does (the directory checked
+/// first, a refusal of it reported as an untrusted file).
+pub fn load(path: &Path, env: &[u8], uid: u32) -> Result<Snapshot, LoadError> {
+    let fail = |kind| Err(LoadError::new(path.to_path_buf(), kind));
+    let (dir, name) = (path.parent().unwrap(), path.file_name().unwrap().to_str().unwrap());
+    match CacheDir::open(dir, uid) {
+        Ok(Some(d)) => d.load(name, env),
+        Ok(None) => fail(LoadErrorKind::Missing),
+        Err(e) => fail(LoadErrorKind::Untrusted(e.to_string())),
+    }
+}
+
+/// Writes `bytes` to `dir/name` as this test process's user, creating `dir` if needed.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    CacheDir::create(dir, euid())?.write_atomic(name, bytes)
 }

@@ -1,0 +1,154 @@
+//! The one lookup behind `require`, `$LOAD_PATH.resolve_feature_path` and `Loadscan.lookup`:
+//! parse the feature, locate it (listing the deferred directories its answer depends on),
+//! settle a miss (is it sure? [`Index::confirm_missing`]), and give the file's path — or why
+//! Ruby's own search must answer.
+
+use super::{path_of_bytes, Index, Located, Query, Reason, RootId, Want};
+use crate::blocking::Blocking;
+use crate::relpath;
+use crate::scan::{list_deferred, DirRecord, Kind};
+use crate::store::stamp_differs;
+
+/// What a lookup found: how the feature was spelled, and its absolute path and kind, or `None`
+/// for a sure miss ([`settle`]).
+pub type Lookup = (Want, Option<(Vec<u8>, Kind)>);
+
+impl Index {
+    /// Where `feature` is, as Ruby's search would find it now: its file, `None` for a miss the
+    /// index is sure of (every root asked, [`Index::confirm_missing`]), or why Ruby's own
+    /// search must answer. `foo.so` that no entry has is searched again as a bare feature
+    /// ([`Query::fallback`]), as `search_required` does. On a Ruby that links extensions in
+    /// (`static_ext`) no miss of a spelling it may provide without a file is sure. Listings and
+    /// `stat`s run through `blocking`; what listings worked around is kept for
+    /// [`Index::take_problems`].
+    pub fn find(&mut self, feature: &[u8], static_ext: bool, blocking: &impl Blocking) -> Result<Lookup, Reason> {
+        let q = self.parse(feature).ok_or(Reason::NotFeature)?;
+        let bare = q.fallback(feature);
+        let searches = [Some(&q), bare.as_ref()].into_iter().flatten();
+        let found = settle_in_turn(searches, |q| self.find_one(q, static_ext, blocking))?;
+        Ok((q.want, found))
+    }
+
+    /// One search of [`Index::find`]: the file, `None` for a sure miss, or why Ruby must search.
+    fn find_one(
+        &mut self,
+        q: &Query,
+        static_ext: bool,
+        blocking: &impl Blocking,
+    ) -> Result<Option<(Vec<u8>, Kind)>, Reason> {
+        let located =
+            self.locate_with(q, &mut |root, rel, dev, opts| blocking.run(|| list_deferred(root, rel, dev, opts)));
+        let linked_in = static_ext && q.want.may_be_static_ext();
+        let found = settle(located, || !linked_in && blocking.run(|| self.confirm_missing(&q.stem)))?;
+        Ok(found.map(|(root, kind)| (self.path_of(root, &q.stem, kind), kind)))
+    }
+
+    /// Whether a miss that [`Index::locate`] found still holds on disk. Every root on the load
+    /// path is checked with one `stat` of the directory where `stem` would be: it must not exist
+    /// (then neither does the file), or be the very directory that was listed, unchanged since
+    /// (same device, inode, mtime and size, not changed within `RACY_NS` of the listing, and
+    /// settled: no dangling symlink in it whose target may have appeared). Anything else — a
+    /// directory that appeared, changed, holds a dangling symlink or cannot be asked — is
+    /// `false`: Ruby's own search decides. Stable roots are asked too: a stable root is
+    /// revalidated at boot by its top directory alone, so a file added deeper in an installed
+    /// gem (`bundle open`, a distribution update) shows only here. A miss is rare and raises;
+    /// hits never pay for this.
+    pub fn confirm_missing(&self, stem: &[u8]) -> bool {
+        let rel = relpath::parent(stem);
+        self.roots.iter().enumerate().all(|(id, root)| {
+            if root.is_retired() || self.ranked(id as RootId).is_none() {
+                return true;
+            }
+            let mut dir = root.path.clone();
+            if !rel.is_empty() {
+                dir.push(b'/');
+                dir.extend_from_slice(rel);
+            }
+            match std::fs::metadata(path_of_bytes(&dir)) {
+                // Absent, not a directory, or unreachable (EACCES, ELOOP): Ruby's `open` of a
+                // file in it fails the same way.
+                Err(_) => true,
+                Ok(md) if !md.is_dir() => true,
+                Ok(md) => {
+                    self.dir_record(id as RootId, rel).is_some_and(|rec| !stamp_differs(&md, &rec, root.scanned_at_ns))
+                }
+            }
+        })
+    }
+
+    /// The record of the directory `rel` of root `id`, from whichever listing holds it.
+    fn dir_record(&self, id: RootId, rel: &[u8]) -> Option<DirRecord> {
+        let root = &self.roots[id as usize];
+        if let Some(rec) = root.listed_here().into_iter().flat_map(|l| &l.dirs).find(|d| d.rel == rel) {
+            return Some(rec.clone());
+        }
+        if !root.is_cached() {
+            return None;
+        }
+        let snapshot = self.snapshot.as_ref()?;
+        snapshot.find_dir(&snapshot.root(id as usize)?, rel)
+    }
+}
+
+/// A [`Located`] answer as `require` takes it: the file, `None` for a *sure miss* (`sure_miss`
+/// is asked only for a miss: [`Index::confirm_missing`]), or why Ruby must search.
+pub fn settle(located: Located, sure_miss: impl FnOnce() -> bool) -> Result<Option<(RootId, Kind)>, Reason> {
+    match located {
+        Located::Found(root, kind) => Ok(Some((root, kind))),
+        Located::Missing if sure_miss() => Ok(None),
+        Located::Missing => Err(Reason::Missing),
+        Located::Unknown => Err(Reason::BlindSpot),
+    }
+}
+
+/// The answer over the searches `search_required` makes in turn for one feature (the query,
+/// then its [`Query::fallback`]): the first file found; a sure miss only when every search is
+/// one; the first doubt (a [`Reason`]) ends it, since a file that search may find would come
+/// first.
+pub fn settle_in_turn<Q, T>(
+    queries: impl IntoIterator<Item = Q>,
+    mut settle_one: impl FnMut(&Q) -> Result<Option<T>, Reason>,
+) -> Result<Option<T>, Reason> {
+    for q in queries {
+        if let Some(found) = settle_one(&q)? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn searches_in_turn_stop_at_a_file_or_a_doubt() {
+        let answers = |list: Vec<Result<Option<u8>, Reason>>| {
+            let mut asked = 0;
+            let r = settle_in_turn(list, |a| {
+                asked += 1;
+                *a
+            });
+            (r, asked)
+        };
+        assert_eq!(answers(vec![Ok(Some(1)), Ok(Some(2))]), (Ok(Some(1)), 1));
+        assert_eq!(answers(vec![Ok(None), Ok(Some(2))]), (Ok(Some(2)), 2));
+        assert_eq!(answers(vec![Ok(None), Ok(None)]), (Ok(None), 2));
+        assert_eq!(answers(vec![Err(Reason::Missing), Ok(Some(2))]), (Err(Reason::Missing), 1));
+        assert_eq!(answers(vec![Ok(None), Err(Reason::BlindSpot)]), (Err(Reason::BlindSpot), 2));
+    }
+
+    #[test]
+    fn settle_tells_a_sure_miss_from_a_doubtful_one() {
+        #[rustfmt::skip]
+        let table = [
+            (Located::Found(3, Kind::Ext), false, Ok(Some((3, Kind::Ext)))),
+            (Located::Missing, true, Ok(None)),
+            (Located::Missing, false, Err(Reason::Missing)),
+            (Located::Unknown, true, Err(Reason::BlindSpot)),
+        ];
+        for (located, confirmed, expected) in table {
+            assert_eq!(settle(located, || confirmed), expected, "{located:?} confirmed={confirmed}");
+        }
+    }
+}

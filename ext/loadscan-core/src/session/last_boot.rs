@@ -1,0 +1,107 @@
+//! The last boot's record: one JSON object of the session's [`Stats`] and what the caller adds
+//! (when, which program, which Ruby, what the cache did), written beside the cache by
+//! [`crate::store::CacheFile::record_last_boot`] and read back by the command line.
+
+use super::{Figure, Stats};
+
+/// A value the caller adds to the record.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Json {
+    /// A string (bytes that are not UTF-8 are replaced).
+    Str(Vec<u8>),
+    /// An integer.
+    Int(i64),
+    /// true or false.
+    Bool(bool),
+}
+
+impl Stats {
+    /// The record: `extra`'s fields first, then every figure of [`Stats::fields`].
+    pub fn last_boot_json(&self, extra: &[(&str, Json)]) -> Vec<u8> {
+        let mut out = String::from("{");
+        let field = |out: &mut String, name: &str| {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            string(out, name.as_bytes());
+            out.push(':');
+        };
+        for (name, value) in extra {
+            field(&mut out, name);
+            match value {
+                Json::Str(s) => string(&mut out, s),
+                Json::Int(n) => out.push_str(&n.to_string()),
+                Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            }
+        }
+        for (name, figure) in self.fields() {
+            field(&mut out, name);
+            match figure {
+                Figure::Count(n) => out.push_str(&n.to_string()),
+                Figure::Ms(ms) if ms.is_finite() => out.push_str(&ms.to_string()),
+                Figure::Ms(_) => out.push_str("null"),
+                Figure::Counts(list) => {
+                    out.push('{');
+                    for (i, (name, n)) in list.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        string(&mut out, name.as_bytes());
+                        out.push(':');
+                        out.push_str(&n.to_string());
+                    }
+                    out.push('}');
+                }
+            }
+        }
+        out.push('}');
+        out.into_bytes()
+    }
+}
+
+/// A JSON string: quotes, backslashes and control characters escaped, invalid UTF-8 replaced.
+fn string(out: &mut String, bytes: &[u8]) {
+    out.push('"');
+    for c in String::from_utf8_lossy(bytes).chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::LazyStats;
+    use crate::session::{Requires, Timings};
+
+    #[test]
+    fn the_record_is_one_json_object_with_escaped_strings() {
+        let stats = Stats {
+            roots_scanned: 3,
+            roots_refreshed: 0,
+            roots_from_cache: 2,
+            features: 40,
+            scans: 1,
+            load_path_entries: 5,
+            requires: Requires { hits: 7, misses: 1, deferred: [0, 2, 0, 0, 1, 0] },
+            timings: Timings::default(),
+            lazy: LazyStats::default(),
+        };
+        let json =
+            stats.last_boot_json(&[("program", Json::Str(b"bin/\"x\"\n\xff".to_vec())), ("engaged", Json::Bool(true))]);
+        let json = String::from_utf8(json).unwrap();
+        assert!(
+            json.starts_with("{\"program\":\"bin/\\\"x\\\"\\u000a\u{fffd}\",\"engaged\":true,\"roots_scanned\":3,"),
+            "{json}"
+        );
+        assert!(json.contains("\"deferred\":3,\"left_to_ruby\":{\"not_string\":0,\"not_feature\":2,"), "{json}");
+        assert!(json.ends_with("\"lazy_ms\":0}"), "{json}");
+    }
+}

@@ -1,0 +1,250 @@
+//! What a process follows: one [`Index`] kept in line with the load path under one
+//! [`SyncPolicy`], an optional [`CacheFile`] read at the start and written on `save`, the
+//! problems scans worked around (with how many were handed out for a warning), and the figures
+//! of `Loadscan.stats`. The binding holds one `Session` behind its lock and drives it exactly
+//! as the tests here do; blocking work runs through the [`Blocking`] it is given.
+
+mod figures;
+mod last_boot;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub use figures::{Counters, Figure, Requires, Stats, Timings};
+pub use last_boot::Json;
+
+use crate::blocking::Blocking;
+use crate::index::{Explanation, Index, Lookup, Reason, SyncPolicy};
+use crate::scan::{ProblemKind, ScanProblem};
+use crate::store::CacheFile;
+
+/// At most this many problems are kept (a tree full of unreadable directories must not make
+/// the process grow without bound).
+const MAX_PROBLEMS: usize = 1000;
+
+/// What a session is started with.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The extension of native extensions (`RbConfig::CONFIG["DLEXT"]`).
+    pub dlext: Vec<u8>,
+    /// How to scan and revalidate.
+    pub policy: SyncPolicy,
+    /// Where the cache lives, if anywhere.
+    pub cache: Option<CacheFile>,
+    /// This Ruby links extensions in (`RbConfig::CONFIG["EXTSTATIC"] == "static"`): a miss may
+    /// be one of them, which only Ruby's own search finds, so no such miss is sure.
+    pub static_ext: bool,
+}
+
+/// Something a scan worked around, as reported to Ruby.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// What happened.
+    pub kind: ProblemKind,
+    /// One line for people, with the path.
+    pub message: String,
+}
+
+/// Roots scanned and refreshed by syncs since the last [`Session::take_rescan`], and the time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Rescan {
+    /// Roots listed whole.
+    pub scanned: usize,
+    /// Cached roots whose changed directories were listed again.
+    pub refreshed: usize,
+    /// Time the syncs took.
+    pub took: Duration,
+}
+
+/// What [`Session::save`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Saved {
+    /// Nothing changed since the cache was read.
+    Clean,
+    /// Written.
+    Written,
+    /// No cache (none configured, or refused at the start).
+    Skipped,
+    /// The write failed (one line, for a warning).
+    Failed(String),
+}
+
+/// One process's index, cache and figures.
+pub struct Session {
+    index: Index,
+    policy: SyncPolicy,
+    cache: Option<CacheFile>,
+    static_ext: bool,
+    problems: Vec<Problem>,
+    /// How many of `problems` were handed out for a warning already.
+    reported: usize,
+    rescan: Option<Rescan>,
+    figures: Figures,
+}
+
+/// What the session did, for [`Stats`].
+#[derive(Default)]
+struct Figures {
+    timings: Timings,
+    scanned_roots: usize,
+    refreshed_roots: usize,
+    fresh_roots: usize,
+    scans: usize,
+    load_path_entries: usize,
+}
+
+impl Session {
+    /// Starts a session: reads the cache, if any. The warning is why an existing cache or its
+    /// directory was not used (then the cache is not written either).
+    pub fn start(settings: Settings, blocking: &impl Blocking) -> (Session, Option<String>) {
+        let started = Instant::now();
+        let Settings { dlext, policy, cache, static_ext } = settings;
+        let (index, warning, cache) = match cache {
+            None => (Index::new(&dlext), None, None),
+            Some(cache) => {
+                let opened = blocking.run(|| cache.open());
+                let index = match opened.snapshot {
+                    Some(snapshot) => Index::from_snapshot(&dlext, snapshot),
+                    None => Index::new(&dlext),
+                };
+                (index, opened.warning, opened.writable.then_some(cache))
+            }
+        };
+        let figures =
+            Figures { timings: Timings { load: started.elapsed(), ..Timings::default() }, ..Figures::default() };
+        let session =
+            Session { index, policy, cache, static_ext, problems: Vec::new(), reported: 0, rescan: None, figures };
+        (session, warning)
+    }
+
+    /// Brings the index in line with the expanded load path `order` (scanning what it has not
+    /// seen); `expanding` is the time the caller took to expand it. Whether anything was scanned
+    /// shows in [`Session::take_rescan`].
+    pub fn sync(&mut self, order: &[PathBuf], expanding: Duration, blocking: &impl Blocking) {
+        let started = Instant::now();
+        let (index, policy) = (&mut self.index, &self.policy);
+        let report = blocking.run(|| index.sync(order, policy));
+        let took = started.elapsed();
+        let f = &mut self.figures;
+        f.timings.expand += expanding;
+        f.timings.sync += took;
+        f.load_path_entries = order.len();
+        f.fresh_roots += report.fresh;
+        if report.scanned + report.refreshed > 0 {
+            f.scans += 1;
+            f.scanned_roots += report.scanned;
+            f.refreshed_roots += report.refreshed;
+            let r = self.rescan.get_or_insert_with(Rescan::default);
+            r.scanned += report.scanned;
+            r.refreshed += report.refreshed;
+            r.took += expanding + took;
+        }
+        self.absorb(report.problems);
+    }
+
+    /// Where `feature` is, as Ruby's search would find it now ([`Index::find`]).
+    pub fn find(&mut self, feature: &[u8], blocking: &impl Blocking) -> Result<Lookup, Reason> {
+        let found = self.index.find(feature, self.static_ext, blocking);
+        let problems = self.index.take_problems();
+        self.absorb(problems);
+        found
+    }
+
+    /// Writes the cache if anything changed; `on_path` is the load path as last synced.
+    pub fn save(&mut self, on_path: &[PathBuf], blocking: &impl Blocking) -> Saved {
+        let Some(cache) = &self.cache else { return Saved::Skipped };
+        if !self.index.is_dirty() {
+            return Saved::Clean;
+        }
+        let index = &self.index;
+        let written = blocking.run(|| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0);
+            cache.save(index.records(now, CacheFile::prune_before(now)), on_path)
+        });
+        match written {
+            Ok(()) => {
+                self.index.mark_clean();
+                Saved::Written
+            }
+            Err(why) => Saved::Failed(why),
+        }
+    }
+
+    /// The cache this session reads and writes (`None`: none, or refused at the start).
+    pub fn cache(&self) -> Option<&CacheFile> {
+        self.cache.as_ref()
+    }
+
+    /// Keeps problems for [`Session::problems`] and the next warning.
+    fn absorb(&mut self, problems: Vec<ScanProblem>) {
+        let room = MAX_PROBLEMS.saturating_sub(self.problems.len());
+        let kept = problems.into_iter().take(room).map(|p| Problem { kind: p.kind, message: p.to_string() });
+        self.problems.extend(kept);
+    }
+
+    /// Every problem scans worked around so far (at most `MAX_PROBLEMS`), oldest first.
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// Whether some problems were not handed out by [`Session::take_unreported`] yet.
+    pub fn has_unreported(&self) -> bool {
+        self.reported < self.problems.len()
+    }
+
+    /// The problems not handed out for a warning yet; they count as handed out from now on.
+    pub fn take_unreported(&mut self) -> Vec<Problem> {
+        let new = self.problems[self.reported..].to_vec();
+        self.reported = self.problems.len();
+        new
+    }
+
+    /// What syncs scanned since the last call, if anything.
+    pub fn take_rescan(&mut self) -> Option<Rescan> {
+        self.rescan.take()
+    }
+
+    /// Whether a rescan waits for [`Session::take_rescan`].
+    pub fn has_rescan(&self) -> bool {
+        self.rescan.is_some()
+    }
+
+    /// Forgets what syncs scanned so far (the caller reports the first sync itself).
+    pub fn forget_rescan(&mut self) {
+        self.rescan = None;
+    }
+
+    /// The figures of `Loadscan.stats`, with the require counters.
+    pub fn stats(&self, counters: &Counters) -> Stats {
+        let f = &self.figures;
+        Stats {
+            roots_scanned: f.scanned_roots,
+            roots_refreshed: f.refreshed_roots,
+            roots_from_cache: f.fresh_roots,
+            features: self.index.len(),
+            scans: f.scans,
+            load_path_entries: f.load_path_entries,
+            requires: counters.read(),
+            timings: f.timings,
+            lazy: self.index.lazy_stats(),
+        }
+    }
+
+    /// How many roots the index knows.
+    pub fn root_count(&self) -> usize {
+        self.index.root_count()
+    }
+
+    /// What the index holds about `feature` (`loadscan explain`); `None` for a path.
+    pub fn explain(&self, feature: &[u8]) -> Option<Explanation> {
+        self.index.parse(feature).map(|q| self.index.explain(&q))
+    }
+
+    /// Every stem the index holds for the current load path (`loadscan verify`).
+    pub fn stems(&self) -> Vec<Vec<u8>> {
+        self.index.stems()
+    }
+}

@@ -1,0 +1,167 @@
+//! A `Session` driven as the binding drives it: started with the settings loadscan ships (lazy
+//! listing), synced to a load path, asked `find` for each require (the production lookup, with
+//! its sure-miss check), saved to a real cache dir and started again from it.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use common::{euid, is_root, TempTree, ENV};
+use loadscan_core::{
+    CacheFile, Counters, InPlace, Kind, ProblemKind, Reason, Resolved, Saved, Session, Settings, Want, CACHE_FILE,
+    LAST_BOOT_FILE,
+};
+
+fn settings(cache: Option<CacheFile>) -> Settings {
+    Settings { dlext: b"so".to_vec(), policy: common::lazy_policy(), cache, static_ext: false }
+}
+
+fn cache_in(t: &TempTree) -> CacheFile {
+    CacheFile { dir: t.path("cache"), env: ENV.to_vec(), uid: euid() }
+}
+
+/// Starts a session on `order`.
+fn started(order: &[PathBuf], cache: Option<CacheFile>) -> Session {
+    let (mut session, warning) = Session::start(settings(cache), &InPlace);
+    assert_eq!(warning, None);
+    session.sync(order, Duration::ZERO, &InPlace);
+    session
+}
+
+/// Sets the mtime of `dir` and every directory below it an hour back: a directory listed within
+/// `RACY_NS` of its last change vouches for no miss, as on a real boot right after an edit.
+fn age(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            age(&e.path());
+        }
+    }
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::open(dir).and_then(|f| f.set_modified(hour_ago)).unwrap();
+}
+
+fn path(p: PathBuf) -> Vec<u8> {
+    p.into_os_string().into_encoded_bytes()
+}
+
+#[test]
+fn finds_files_with_rubys_precedence_and_is_sure_of_a_miss_only_while_nothing_changed() {
+    let t = TempTree::new("session-find");
+    t.file("app/lib/deep/a.rb").file("gems/x/lib/deep/a.rb").file("gems/x/lib/b.so");
+    let order = vec![t.path("app/lib"), t.path("gems/x/lib")];
+    age(&t.root);
+    let mut s = started(&order, None);
+    assert_eq!(s.find(b"deep/a", &InPlace), Ok((Want::Bare, Some((path(t.path("app/lib/deep/a.rb")), Kind::Rb)))));
+    assert_eq!(s.find(b"b", &InPlace), Ok((Want::Bare, Some((path(t.path("gems/x/lib/b.so")), Kind::Ext)))));
+    assert_eq!(s.find(b"/abs/path", &InPlace), Err(Reason::NotFeature));
+    // A miss every root vouches for is sure: Ruby's LoadError without a search.
+    assert_eq!(s.find(b"deep/nope", &InPlace), Ok((Want::Bare, None)));
+    // A file appears where a listed directory was: no longer sure, Ruby searches.
+    t.file("app/lib/deep/nope.rb");
+    assert_eq!(s.find(b"deep/nope", &InPlace), Err(Reason::Missing));
+}
+
+#[test]
+fn a_native_spelling_nobody_has_is_searched_again_as_a_bare_feature() {
+    let t = TempTree::new("session-fallback");
+    t.file("lib/foo.so.rb");
+    age(&t.root);
+    let mut s = started(&[t.path("lib")], None);
+    assert_eq!(s.find(b"foo.so", &InPlace), Ok((Want::Ext, Some((path(t.path("lib/foo.so.rb")), Kind::Rb)))));
+    assert_eq!(s.find(b"bar.so", &InPlace), Ok((Want::Ext, None)));
+}
+
+#[test]
+fn with_extensions_linked_in_only_a_rb_miss_is_sure() {
+    let t = TempTree::new("session-static");
+    t.dir("lib");
+    age(&t.root);
+    let (mut s, _) = Session::start(Settings { static_ext: true, ..settings(None) }, &InPlace);
+    s.sync(&[t.path("lib")], Duration::ZERO, &InPlace);
+    assert_eq!(s.find(b"zlib", &InPlace), Err(Reason::Missing));
+    assert_eq!(s.find(b"zlib.so", &InPlace), Err(Reason::Missing));
+    assert_eq!(s.find(b"zlib.rb", &InPlace), Ok((Want::Rb, None)));
+}
+
+#[test]
+fn the_cache_is_written_read_back_recorded_beside_and_cleared() {
+    let t = TempTree::new("session-cache");
+    t.file("lib/a/b.rb").file("lib/c.rb");
+    let order = vec![t.path("lib")];
+    age(&t.root);
+    let mut s = started(&order, Some(cache_in(&t)));
+    assert!(s.find(b"a/b", &InPlace).unwrap().1.is_some());
+    assert_eq!(s.save(&order, &InPlace), Saved::Written);
+    assert_eq!(s.save(&order, &InPlace), Saved::Clean);
+    let counters = Counters::new();
+    counters.count(&Resolved::Path(b"/x.rb".to_vec()));
+    let json = s.stats(&counters).last_boot_json(&[("program", loadscan_core::Json::Str(b"t".to_vec()))]);
+    s.cache().unwrap().record_last_boot(&json).unwrap();
+    let recorded = std::fs::read_to_string(t.path("cache").join(LAST_BOOT_FILE)).unwrap();
+    assert!(recorded.starts_with("{\"program\":\"t\",") && recorded.contains("\"hits\":1,"), "{recorded}");
+    // The next boot starts from the cache: nothing listed again, the same answers.
+    let mut warm = started(&order, Some(cache_in(&t)));
+    let stats = warm.stats(&Counters::new());
+    assert_eq!((stats.roots_from_cache, stats.roots_scanned), (1, 0));
+    assert_eq!(warm.find(b"a/b", &InPlace), Ok((Want::Bare, Some((path(t.path("lib/a/b.rb")), Kind::Rb)))));
+    assert_eq!(warm.find(b"a/nope", &InPlace), Ok((Want::Bare, None)));
+    let removed = cache_in(&t).clear().unwrap();
+    assert_eq!(removed, vec![t.path("cache").join(CACHE_FILE), t.path("cache").join(LAST_BOOT_FILE)]);
+    assert_eq!(std::fs::read_dir(t.path("cache")).unwrap().count(), 0);
+}
+
+#[test]
+fn a_damaged_cache_is_one_warning_and_a_foreign_file_is_never_replaced() {
+    let t = TempTree::new("session-damaged");
+    t.file("lib/a.rb").dir("cache");
+    let order = vec![t.path("lib")];
+    std::fs::write(t.path("cache").join(CACHE_FILE), b"LOADSCAN garbage").unwrap();
+    age(&t.root);
+    let (mut s, warning) = Session::start(settings(Some(cache_in(&t))), &InPlace);
+    assert!(warning.unwrap().ends_with("; scanning instead"));
+    s.sync(&order, Duration::ZERO, &InPlace);
+    assert_eq!(s.save(&order, &InPlace), Saved::Written, "our own damaged cache is replaced");
+    std::fs::write(t.path("cache").join(CACHE_FILE), b"someone else's notes").unwrap();
+    let (mut s, warning) = Session::start(settings(Some(cache_in(&t))), &InPlace);
+    assert!(warning.unwrap().ends_with("not replacing it"));
+    s.sync(&order, Duration::ZERO, &InPlace);
+    assert_eq!(s.save(&order, &InPlace), Saved::Skipped);
+    assert_eq!(std::fs::read(t.path("cache").join(CACHE_FILE)).unwrap(), b"someone else's notes");
+}
+
+#[test]
+fn problems_are_kept_and_handed_out_for_a_warning_once() {
+    if is_root() {
+        return; // root reads any directory
+    }
+    let t = TempTree::new("session-problems");
+    t.file("lib/locked/x.rb").file("lib/ok.rb");
+    let locked = t.path("lib/locked");
+    std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    age(&t.root);
+    let mut s = started(&[t.path("lib")], None);
+    assert!(!s.has_unreported(), "lazy: the locked directory is not listed before a lookup needs it");
+    assert_eq!(s.find(b"locked/x", &InPlace), Err(Reason::BlindSpot));
+    assert!(s.has_unreported());
+    let new = s.take_unreported();
+    assert_eq!(new.iter().map(|p| p.kind).collect::<Vec<_>>(), vec![ProblemKind::Unreadable]);
+    assert!(!s.has_unreported() && s.take_unreported().is_empty());
+    assert_eq!(s.problems(), &new[..], "still listed for Loadscan.problems");
+    std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_sync_that_scans_is_a_rescan_to_report() {
+    let t = TempTree::new("session-rescan");
+    t.file("a/x.rb").file("b/y.rb");
+    let mut s = started(&[t.path("a")], None);
+    s.forget_rescan(); // the first sync is reported as the cache load
+    assert_eq!(s.take_rescan(), None);
+    s.sync(&[t.path("a"), t.path("b")], Duration::ZERO, &InPlace);
+    let r = s.take_rescan().expect("a new entry was listed");
+    assert_eq!((r.scanned, r.refreshed), (1, 0));
+    assert_eq!(s.take_rescan(), None);
+    assert_eq!(s.stats(&Counters::new()).load_path_entries, 2);
+}

@@ -1,0 +1,129 @@
+//! `Loadscan::Native`'s functions: each converts its arguments, asks the state (`state.rs`)
+//! under the lock policy there, and converts the result (`convert.rs`).
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use magnus::{Error, RArray, RHash, RString, Ruby, Value};
+
+use loadscan_core::{CacheFile, Saved, Session};
+
+use crate::convert::{self, bytes, feature_bytes};
+use crate::hooks::{self, report_pending};
+use crate::load_path::LoadPath;
+use crate::nogvl::{raise_pending, NoGvl};
+use crate::options;
+use crate::state::{self, try_state, try_synced, with_synced, Followed, COUNTERS};
+
+/// `start(load_path, **options)` (see `options::parse` for the keys): starts following
+/// `load_path` with an optional cache (dropping any earlier session). Returns nil, or why an
+/// existing cache could not be used (for one warning).
+pub fn start(ruby: &Ruby, load_path: RArray, opts: RHash) -> Result<Option<String>, Error> {
+    let start = options::parse(ruby, opts)?;
+    hooks::set(ruby, start.hooks)?;
+    let (session, warning) = Session::start(start.settings, &NoGvl);
+    let load_path = LoadPath::new(magnus::rb_sys::AsRawValue::as_raw(load_path));
+    state::replace(Some(Followed { session, load_path }));
+    raise_pending()?;
+    Ok(warning)
+}
+
+/// `stop`: every later require goes to Ruby's own.
+pub fn stop() {
+    state::replace(None);
+}
+
+/// `save`: `:written`, `:clean` (nothing changed), `:skipped` (no cache, or busy), or the
+/// reason the write failed (a String).
+pub fn save(ruby: &Ruby) -> Value {
+    let saved = try_state(|f| f.session.save(f.load_path.entries(), &NoGvl)).unwrap_or(Saved::Skipped);
+    convert::saved(ruby, saved)
+}
+
+/// `record_last_boot(fields)`: writes this boot's figures, with `fields` (a Hash of Strings,
+/// Integers and booleans) first, beside the cache. nil, or why it could not (a String).
+pub fn record_last_boot(ruby: &Ruby, fields: RHash) -> Result<Option<String>, Error> {
+    let extra = convert::json_fields(ruby, fields)?;
+    let extra: Vec<(&str, _)> = extra.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let written = try_state(|f| {
+        let json = f.session.stats(&COUNTERS).last_boot_json(&extra);
+        f.session.cache().map(|cache| loadscan_core::Blocking::run(&NoGvl, || cache.record_last_boot(&json)))
+    });
+    raise_pending()?;
+    Ok(written.flatten().and_then(Result::err))
+}
+
+/// `clear_cache(dir, uid)`: deletes the cache and the last boot's figures in `dir` (which must
+/// pass the cache dir's checks for `uid`); the paths removed, or an error naming why not.
+pub fn clear_cache(ruby: &Ruby, dir: RString, uid: u32) -> Result<RArray, Error> {
+    let cache = CacheFile { dir: PathBuf::from(OsStr::from_bytes(&bytes(dir))), env: Vec::new(), uid };
+    match cache.clear() {
+        Ok(removed) => Ok(convert::strings(ruby, removed.iter().map(|p| p.as_os_str().as_bytes().to_vec()).collect())),
+        Err(why) => Err(Error::new(ruby.exception_runtime_error(), why)),
+    }
+}
+
+/// `lookup(feature)`: the index's answer, ignoring `$LOADED_FEATURES` (what
+/// `$LOAD_PATH.resolve_feature_path` computes): a path, `:missing` or `:unknown`.
+pub fn lookup(ruby: &Ruby, feature: Value) -> Result<Value, Error> {
+    let found = match feature_bytes(feature) {
+        Some(bytes) => try_synced(|s| s.find(&bytes, &NoGvl))?,
+        None => None,
+    };
+    report_pending(ruby);
+    Ok(convert::lookup_answer(ruby, found, feature))
+}
+
+/// `sync`: syncs now (scanning new entries); how many roots are known. What it scanned is the
+/// caller's to report (setup reports it as `:cache_load`), not a rescan.
+pub fn sync(ruby: &Ruby) -> Option<usize> {
+    let roots = with_synced(|s| {
+        s.forget_rescan();
+        s.root_count()
+    });
+    report_pending(ruby);
+    roots
+}
+
+/// `problems`: everything scans worked around so far, `[[kind, message], …]`.
+pub fn problems(ruby: &Ruby) -> RArray {
+    let list = try_state(|f| f.session.problems().to_vec()).unwrap_or_default();
+    convert::problems(ruby, &list)
+}
+
+/// `stats`: the figures (`Loadscan.stats`), or nil when stopped or busy.
+pub fn stats(ruby: &Ruby) -> Result<Option<RHash>, Error> {
+    try_state(|f| f.session.stats(&COUNTERS)).map(|s| convert::stats(ruby, &s)).transpose()
+}
+
+/// `probes`: how many times `PROBE` reached the decorator in this process.
+pub fn probes() -> usize {
+    COUNTERS.probes()
+}
+
+/// `explain(feature)`: what the index holds about `feature`, or nil.
+pub fn explain(ruby: &Ruby, feature: RString) -> Result<Option<RHash>, Error> {
+    let feature = bytes(feature);
+    with_synced(|s| s.explain(&feature)).flatten().map(|e| convert::explanation(ruby, e)).transpose()
+}
+
+/// `stems`: every stem the index holds for the current load path.
+pub fn stems(ruby: &Ruby) -> RArray {
+    convert::strings(ruby, with_synced(|s| s.stems()).unwrap_or_default())
+}
+
+/// `stable_hash(string)`: 16 hex digits, the same in every process and on every machine (names
+/// the per-program cache directory of a script outside any app).
+pub fn stable_hash(s: RString) -> String {
+    format!("{:016x}", loadscan_core::stable_hash(&bytes(s)))
+}
+
+/// `hold_for_fork`, `release_after_fork`: the state lock around a `fork` (`state.rs`).
+pub fn hold_for_fork() -> bool {
+    state::hold_for_fork()
+}
+
+pub fn release_after_fork() {
+    state::release_after_fork()
+}

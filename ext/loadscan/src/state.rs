@@ -1,0 +1,194 @@
+//! Every piece of process-wide state of the binding, and the one lock policy.
+//!
+//! The [`Session`] (with the `$LOAD_PATH` mirror it follows) sits in a `Mutex`; the require
+//! counters, the recently answered paths and the "something to report" flags are atomics
+//! beside it, read on every `require` without the lock.
+//!
+//! Locking: a thread never waits for the lock while it holds the GVL, except to start or stop
+//! (nothing else runs then). Every other use *tries* it, and a busy lock (another thread is
+//! scanning or listing with the GVL released) means:
+//! - a lookup gets no answer: Ruby's own `require` runs instead ([`try_synced`]);
+//! - a question (`save`, `stats`, `problems`) gets none ([`try_state`]);
+//! - a report of pending problems or rescans is left for the next call: its flag is set again
+//!   ([`take_pending`]), so nothing found is ever lost.
+//!
+//! No lock of ours is held while Ruby code runs, and no Ruby exception unwinds through a frame
+//! that holds it: Ruby code run under it (an entry's `to_path`) runs under `rb_protect`, and
+//! what it raised, threw or was interrupted with comes back as an `Err`; GVL-free work never
+//! raises (see `nogvl`). Either is raised once the lock is released.
+//!
+//! Fork: a child has only the thread that forked, so a lock another thread held at the fork
+//! would stay held in the child for good. `Process._fork` (lib/loadscan/core_ext/process.rb)
+//! takes the lock first ([`hold_for_fork`]) and lets it go in parent and child alike
+//! ([`release_after_fork`]): the child inherits a state no thread was changing, unlocked.
+//!
+//! Ractors: only the Ractor that started loadscan is served; others go to Ruby's own `require`.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
+use std::time::Instant;
+
+use loadscan_core::{Counters, RecentPaths, Session};
+use magnus::Error;
+use rb_sys::VALUE;
+
+use crate::load_path::{LoadPath, Polled};
+use crate::nogvl::{raise_pending, NoGvl};
+
+/// A session and the `$LOAD_PATH` it follows.
+pub struct Followed {
+    pub session: Session,
+    pub load_path: LoadPath,
+}
+
+type Guard = MutexGuard<'static, Option<Followed>>;
+
+static STATE: Mutex<Option<Followed>> = Mutex::new(None);
+/// What `require` was told (`Loadscan.stats`), counted without the lock.
+pub static COUNTERS: Counters = Counters::new();
+/// The paths `require` was recently answered with (which question goes first).
+pub static RECENT: RecentPaths = RecentPaths::new();
+/// Set while the session holds problems not handed out for a warning yet.
+pub static PENDING_PROBLEMS: AtomicBool = AtomicBool::new(false);
+/// Set while the session holds a rescan not reported yet.
+pub static PENDING_RESCAN: AtomicBool = AtomicBool::new(false);
+/// The key of a Ractor-local value set in the Ractor that started loadscan.
+static MAIN_RACTOR_KEY: OnceLock<usize> = OnceLock::new();
+
+thread_local! {
+    /// The state lock while this thread forks (between [`hold_for_fork`] and
+    /// [`release_after_fork`]).
+    static HELD_FOR_FORK: RefCell<Option<Guard>> = const { RefCell::new(None) };
+}
+
+/// The lock, waited for (`wait`) or tried; a lock poisoned by a panic is taken as it is (the
+/// state is consistent between calls: a panic only ever cuts a GVL-free scan short).
+fn lock(wait: bool) -> Option<Guard> {
+    if wait {
+        return Some(STATE.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+    match STATE.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+/// Raises the flags of what `session` has to report, while the lock is still held.
+fn note_pending(session: &Session) {
+    if session.has_unreported() {
+        PENDING_PROBLEMS.store(true, Ordering::Relaxed);
+    }
+    if session.has_rescan() {
+        PENDING_RESCAN.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Replaces the state (`start`: a new session; `stop`: none), waiting for the lock.
+pub fn replace(followed: Option<Followed>) {
+    if followed.is_some() {
+        mark_main_ractor();
+        COUNTERS.reset();
+    }
+    let mut guard = lock(true).expect("waited for");
+    *guard = followed;
+    if let Some(f) = guard.as_ref() {
+        note_pending(&f.session);
+    }
+}
+
+/// Runs `f` on the state as it is, if loadscan is started and the lock is free.
+pub fn try_state<T>(f: impl FnOnce(&mut Followed) -> T) -> Option<T> {
+    let mut guard = lock(false)?;
+    let followed = guard.as_mut()?;
+    let result = f(followed);
+    note_pending(&followed.session);
+    Some(result)
+}
+
+/// Runs `f` on the session after syncing it with `$LOAD_PATH`: `Ok(None)` if stopped, busy,
+/// opaque or called from a Ractor other than the main one; `Err` for what Ruby raised meanwhile
+/// (an entry's `to_path`, an interrupt during GVL-free work), returned after the lock is released.
+pub fn try_synced<T>(f: impl FnOnce(&mut Session) -> T) -> Result<Option<T>, Error> {
+    if !in_main_ractor() {
+        return Ok(None);
+    }
+    let result = try_state(|followed| sync(followed).map(|mirrored| mirrored.then(|| f(&mut followed.session))));
+    raise_pending()?;
+    result.unwrap_or(Ok(None))
+}
+
+/// [`try_synced`] for the entry points that return no `Result` (`sync`, `explain`, `stems`):
+/// the error is raised here, once the lock is released; it unwinds only through the caller's
+/// frames, which hold none of loadscan's state.
+pub fn with_synced<T>(f: impl FnOnce(&mut Session) -> T) -> Option<T> {
+    try_synced(f).unwrap_or_else(|e| unsafe { magnus::rb_sys::resume_error(e) })
+}
+
+/// Brings the session in line with `$LOAD_PATH`: `Ok(false)` when it cannot be mirrored now,
+/// `Err` when an entry's `to_path` raised (to be raised once the lock is released).
+fn sync(followed: &mut Followed) -> Result<bool, Error> {
+    if followed.load_path.is_unchanged() {
+        return Ok(true);
+    }
+    let started = Instant::now();
+    let order = match followed.load_path.poll() {
+        Ok(None) => return Ok(true),
+        Ok(Some(entries)) => entries.to_vec(),
+        Err(Polled::Opaque) => return Ok(false),
+        Err(Polled::Raised(e)) => return Err(e),
+    };
+    followed.session.sync(&order, started.elapsed(), &NoGvl);
+    Ok(true)
+}
+
+/// What `take` takes from the session when `flag` says there is something (a problem to warn
+/// about, a rescan to report), only in the main Ractor (the callables are its objects). Two
+/// atomic loads when there is nothing. A busy lock sets the flag again: reported next time.
+pub fn take_pending<T>(flag: &AtomicBool, take: impl FnOnce(&mut Session) -> T) -> Option<T> {
+    // The flag first: this runs on every require, and the Ractor check is a table lookup.
+    if !flag.load(Ordering::Relaxed) || !in_main_ractor() || !flag.swap(false, Ordering::Relaxed) {
+        return None;
+    }
+    let Some(mut guard) = lock(false) else {
+        flag.store(true, Ordering::Relaxed);
+        return None;
+    };
+    let followed = guard.as_mut()?;
+    let taken = take(&mut followed.session);
+    note_pending(&followed.session);
+    Some(taken)
+}
+
+/// Takes the state lock for a `fork` about to happen on this thread: `true` when this thread
+/// holds it now, `false` when another one does (the caller waits, GVL released, and asks again:
+/// never a wait here).
+pub fn hold_for_fork() -> bool {
+    HELD_FOR_FORK.with(|held| {
+        let mut held = held.borrow_mut();
+        if held.is_none() {
+            *held = lock(false);
+        }
+        held.is_some()
+    })
+}
+
+/// Lets go of the lock [`hold_for_fork`] took, once the fork is done (in the parent and in the
+/// child, where the same thread goes on).
+pub fn release_after_fork() {
+    HELD_FOR_FORK.with(|held| drop(held.borrow_mut().take()));
+}
+
+fn mark_main_ractor() {
+    let key = *MAIN_RACTOR_KEY.get_or_init(|| unsafe { rb_sys::rb_ractor_local_storage_value_newkey() } as usize);
+    unsafe { rb_sys::rb_ractor_local_storage_value_set(key as _, rb_sys::Qtrue as VALUE) };
+}
+
+/// Whether the running Ractor is the one that started loadscan. Others are left to Ruby: the
+/// state is not theirs, and Ruby's own `require` decides what they may load.
+pub fn in_main_ractor() -> bool {
+    let Some(&key) = MAIN_RACTOR_KEY.get() else { return true };
+    let mut v: VALUE = rb_sys::Qnil as VALUE;
+    unsafe { rb_sys::rb_ractor_local_storage_value_lookup(key as _, &mut v) && v == rb_sys::Qtrue as VALUE }
+}
