@@ -225,7 +225,7 @@ class RobustnessTest < Minitest::Test
   end
 
   def test_require_in_a_non_main_ractor
-    # The resolver leaves other Ractors to Ruby; the decorator must also be defined as
+    # The binding leaves other Ractors to Ruby; the decorator must also be defined as
     # Ractor-safe (`rb_ext_ractor_safe(true)` around its definition in lib.rs's init), or Ruby
     # raises Ractor::UnsafeError before calling it. Remove this skip with that change.
     with_files([["a/in_ractor.rb", "IN_RACTOR = :loaded"]]) do |dir|

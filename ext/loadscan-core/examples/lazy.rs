@@ -30,7 +30,7 @@ fn main() {
     }
     let roots: Vec<PathBuf> = lines(&args[1]).into_iter().map(PathBuf::from).collect();
     let features = lines(&args[2]);
-    let eager_depth = if args[3] == "lazy" { 0 } else { usize::MAX };
+    let eager_depth = if args[3] == "lazy" { 0 } else { ScanOptions::EAGER };
     let threads: usize = args[4].parse().expect("THREADS");
     let reps: usize = args[5].parse().expect("REPS");
     let scan = ScanOptions { eager_depth, threads, ..ScanOptions::default() };

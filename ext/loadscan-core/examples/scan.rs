@@ -30,7 +30,7 @@ fn main() {
         .collect();
     let mode = args[2].as_str();
     let reps: usize = args[3].parse().expect("REPS");
-    let mut opts = ScanOptions::default();
+    let mut opts = ScanOptions { eager_depth: ScanOptions::EAGER, ..ScanOptions::default() };
     let serial = mode == "serial";
     if !serial {
         opts.threads =

@@ -9,8 +9,8 @@
 //! use std::path::PathBuf;
 //!
 //! let order = vec![PathBuf::from("/app/lib"), PathBuf::from("/usr/lib/ruby/3.1.0")];
-//! // eager_depth 0: list each entry's own directory now, subdirectories when a lookup needs them
-//! let scan = ScanOptions { eager_depth: 0, ..ScanOptions::default() };
+//! // the default, as loadscan ships: each entry's own directory now, the rest when needed
+//! let scan = ScanOptions::default();
 //! let policy = SyncPolicy { scan, validation: Validation::Mtime, stable: vec![] };
 //! let mut index = Index::new(b"so");
 //! index.sync(&order, &policy); // lists what it has not seen, then ranks

@@ -84,7 +84,10 @@ fn rescanning_a_root_replaces_its_listing() {
     let mut index = index_for(std::slice::from_ref(&e));
     std::fs::remove_file(t.path("e/old.rb")).unwrap();
     t.file("e/new.rb");
-    for l in scan_roots(std::slice::from_ref(&e), &ScanOptions::default()).0 {
+    for l in
+        scan_roots(std::slice::from_ref(&e), &ScanOptions { eager_depth: ScanOptions::EAGER, ..ScanOptions::default() })
+            .0
+    {
         index.add(l);
     }
     index.set_order(std::slice::from_ref(&e));

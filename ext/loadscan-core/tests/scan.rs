@@ -7,7 +7,7 @@ use loadscan_core::{scan_roots, scan_serial, FileEntry, Kind, Listing, ProblemKi
 use std::path::PathBuf;
 
 fn opts(threads: usize) -> ScanOptions {
-    ScanOptions { threads, ..ScanOptions::default() }
+    ScanOptions { threads, eager_depth: ScanOptions::EAGER, ..ScanOptions::default() }
 }
 
 fn files(l: &Listing) -> Vec<(String, Kind)> {
@@ -129,10 +129,10 @@ fn caps_make_the_root_blind_instead_of_running_away() {
         deep.push_str(&format!("/d{i}"));
     }
     t.file(&format!("{deep}/x.rb"));
-    let shallow = ScanOptions { max_depth: 3, threads: 2, ..ScanOptions::default() };
+    let shallow = ScanOptions { max_depth: 3, threads: 2, ..opts(2) };
     let l = &scan_roots(&[t.path("lib")], &shallow).0[0];
     assert_eq!(blind(l), vec!["d0/d1/d2/d3".to_string()]);
-    let tiny = ScanOptions { max_files: 0, threads: 2, ..ScanOptions::default() };
+    let tiny = ScanOptions { max_files: 0, ..opts(2) };
     let l = &scan_roots(&[t.path("lib")], &tiny).0[0];
     assert_eq!(blind(l), vec!["".to_string()]);
     assert!(l.files.is_empty());

@@ -42,7 +42,7 @@ fn both_walkers_mark_a_directory_with_a_dangling_link_unsettled() {
     // Not loadable as a file (Debian's `vendor_ruby/psych.jar`, rdoc's fonts): as a directory,
     // a miss through it is seen by `confirm_missing`; no reason to list `ok` again every boot.
     t.link("lib/ok/psych.jar", "missing.jar").link("lib/ok/font.ttf", "font.ttf");
-    let opts = ScanOptions { threads: 2, ..ScanOptions::default() };
+    let opts = ScanOptions { threads: 2, eager_depth: ScanOptions::EAGER, ..ScanOptions::default() };
     let fast = scan_roots(&[t.path("lib")], &opts).0.remove(0);
     assert_eq!(fast.dirs, scan_serial(&t.path("lib"), &opts).0.dirs);
     let unsettled: Vec<_> = fast

@@ -43,7 +43,7 @@ fn hostile_bytes_never_panic() {
     for (good, p) in [(full, &p), (lazy_bytes, &lazy_policy())] {
         fuzz_cache(&good, &order, p);
     }
-    let _ = scan_roots(&order, &ScanOptions::default());
+    let _ = scan_roots(&order, &ScanOptions { eager_depth: ScanOptions::EAGER, ..ScanOptions::default() });
 }
 
 /// Feeds truncations, bit flips (with and without a recomputed checksum) and random bytes of

@@ -139,7 +139,7 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
         let s = if unknown.len() > 1 { "s" } else { "" };
         return Err(Error::new(ruby.exception_arg_error(), format!("unknown keyword{s}: {}", unknown.join(", "))));
     }
-    scan.eager_depth = if lazy { 0 } else { usize::MAX };
+    scan.eager_depth = if lazy { 0 } else { ScanOptions::EAGER };
     let cache = match (dir, uid) {
         (None, _) => None,
         (Some(dir), Some(uid)) => Some(CacheFile { dir, env, uid }),

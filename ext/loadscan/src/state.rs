@@ -4,9 +4,9 @@
 //! counters, the recently answered paths and the "something to report" flags are atomics
 //! beside it, read on every `require` without the lock.
 //!
-//! Locking: a thread never waits for the lock while it holds the GVL, except to start or stop
-//! (nothing else runs then). Every other use *tries* it, and a busy lock (another thread is
-//! scanning or listing with the GVL released) means:
+//! Locking: a thread never waits for the lock while it holds the GVL. Starting and stopping
+//! wait for it with the GVL released between tries; every other use *tries* it, and a busy
+//! lock (another thread is scanning or listing with the GVL released) means:
 //! - a lookup gets no answer: Ruby's own `require` runs instead ([`try_synced`]);
 //! - a question (`save`, `stats`, `problems`) gets none ([`try_state`]);
 //! - a report of pending problems or rescans is left for the next call: its flag is set again
@@ -27,14 +27,14 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use loadscan_core::{Counters, RecentPaths, Session};
 use magnus::Error;
 use rb_sys::VALUE;
 
 use crate::load_path::{LoadPath, Polled};
-use crate::nogvl::{raise_pending, NoGvl};
+use crate::nogvl::{raise_pending, without_gvl, NoGvl};
 
 /// A session and the `$LOAD_PATH` it follows.
 pub struct Followed {
@@ -62,18 +62,23 @@ thread_local! {
     static HELD_FOR_FORK: RefCell<Option<Guard>> = const { RefCell::new(None) };
 }
 
-/// The lock, waited for (`wait`) or tried; a lock poisoned by a panic is taken as it is (the
+/// The lock, tried, or waited for (`wait`) with the GVL released between tries: the thread
+/// that holds it may be finishing GVL-free work and need the GVL back before it lets go, so
+/// waiting with the GVL held would deadlock. A lock poisoned by a panic is taken as it is (the
 /// state is consistent between calls: a panic only ever cuts a GVL-free scan short).
 fn lock(wait: bool) -> Option<Guard> {
-    if wait {
-        return Some(STATE.lock().unwrap_or_else(|p| p.into_inner()));
-    }
-    match STATE.try_lock() {
-        Ok(g) => Some(g),
-        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-        Err(TryLockError::WouldBlock) => None,
+    loop {
+        match STATE.try_lock() {
+            Ok(g) => return Some(g),
+            Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) if wait => without_gvl(|| std::thread::sleep(WAIT_STEP)),
+            Err(TryLockError::WouldBlock) => return None,
+        }
     }
 }
+
+/// How long a waiting `start` or `stop` sleeps, GVL released, before trying the lock again.
+const WAIT_STEP: Duration = Duration::from_micros(200);
 
 /// Raises the flags of what `session` has to report, while the lock is still held.
 fn note_pending(session: &Session) {

@@ -16,8 +16,9 @@ pub struct ScanOptions {
     /// Deepest directory level listed below a root.
     pub max_depth: usize,
     /// Deepest directory level listed up front; deeper directories are recorded as
-    /// [`super::Listing::deferred`] and listed when a lookup needs them. `0` lists only each
-    /// root's own entries; `usize::MAX` (the default) lists everything.
+    /// [`super::Listing::deferred`] and listed when a lookup needs them. `0` (the default, as
+    /// loadscan ships: `LOADSCAN_LAZY=0` changes it) lists only each root's own entries;
+    /// [`ScanOptions::EAGER`] lists everything up front.
     pub eager_depth: usize,
     /// Most directories listed under one root before the whole root is left to Ruby.
     pub max_dirs: usize,
@@ -44,6 +45,11 @@ impl std::fmt::Debug for ListHook {
     }
 }
 
+impl ScanOptions {
+    /// The [`ScanOptions::eager_depth`] that lists every directory up front.
+    pub const EAGER: usize = usize::MAX;
+}
+
 impl Default for ScanOptions {
     fn default() -> Self {
         ScanOptions {
@@ -52,7 +58,7 @@ impl Default for ScanOptions {
             skip_dirs: vec![b"node_modules".to_vec()],
             skip_paths: Vec::new(),
             max_depth: 48,
-            eager_depth: usize::MAX,
+            eager_depth: 0,
             max_dirs: 100_000,
             max_files: 1_000_000,
             threads: cpu_count(),

@@ -36,11 +36,6 @@ pub struct Opened {
 }
 
 impl CacheFile {
-    /// The cache file's path.
-    pub fn path(&self) -> PathBuf {
-        self.dir.join(CACHE_FILE)
-    }
-
     /// Opens the directory and reads the cache. A missing cache, or one written for another
     /// loadscan or Ruby (an upgrade), is no problem: the boot lists what it needs and the file
     /// is written at exit.

@@ -154,7 +154,7 @@ pub const ENV: &[u8] = b"test-env";
 /// mtime, no stable directories. Vary it with `SyncPolicy { stable, ..policy() }`.
 pub fn policy() -> SyncPolicy {
     SyncPolicy {
-        scan: ScanOptions { threads: 2, ..ScanOptions::default() },
+        scan: ScanOptions { threads: 2, eager_depth: ScanOptions::EAGER, ..ScanOptions::default() },
         validation: Validation::Mtime,
         stable: vec![],
     }
