@@ -120,9 +120,10 @@ module Loadscan
       @cleared = true if dir == @config&.cache_dir
       return [] unless dir && Native.available?
 
-      Native.clear_cache(dir, Process.euid)
-    rescue RuntimeError => e
-      Warnings.once(:clear, e.message)
+      removed = Native.clear_cache(dir, Process.euid)
+      return removed if removed.is_a?(Array)
+
+      Warnings.once(:clear, removed)
       []
     end
 

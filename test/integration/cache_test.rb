@@ -245,7 +245,7 @@ class CacheTest < Minitest::Test
       refute File.exist?("#{dir}/nowhere"), "never created through the symlink"
       File.delete("#{dir}/dangling")
       FileUtils.chmod_R("a+rX", dir)
-      File.chmod(0o755, File.dirname(dir))
+      searchable_parent(dir)
       Dir.mkdir("#{dir}/locked", 0o555)
       run = boot(lp, "#{dir}/locked", quiet: false, as_nobody: true)
       assert_equal 1, run.stderr.scan(/loadscan: could not write the cache/).size, run.stderr
@@ -306,7 +306,7 @@ class CacheTest < Minitest::Test
         as_user(attacker || "nobody", "ln", "-s", victim_dir, "#{planted}/loadscan")
         runs = with_files(tree) do |dir|
           FileUtils.chmod_R("a+rX", dir)
-          File.chmod(0o755, File.dirname(dir))
+          searchable_parent(dir)
           lp = %W[#{dir}/e1 #{dir}/e2]
           2.times.map { boot(lp, "#{planted}/loadscan", quiet: false, as_nobody: victim == "nobody") }
         end

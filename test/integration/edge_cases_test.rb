@@ -73,7 +73,7 @@ class EdgeCasesTest < Minitest::Test
   def test_unreadable_dir_is_left_to_ruby
     with_files([["e/locked/x.rb", "$x = :e"], ["e/open.rb", ""], ["f/locked/x.rb", "$x = :f"], ["f/locked/y.rb", ""]]) do |dir|
       FileUtils.chmod_R("a+rX", dir)
-      File.chmod(0o755, File.dirname(dir))
+      searchable_parent(dir)
       File.chmod(0o111, "#{dir}/e/locked") # searchable, not listable: Ruby still opens e/locked/x.rb
       _, fast = assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})",
                                    %w[locked/x locked/y open]), quiet: false, as_nobody: true)

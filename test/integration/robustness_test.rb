@@ -209,7 +209,7 @@ class RobustnessTest < Minitest::Test
   def test_scan_when_no_thread_can_be_started
     with_files([["a/deep/x.rb", "$loaded = :x"], ["a/y.rb", ""], ["b/z.rb", ""]]) do |dir|
       FileUtils.chmod_R("a+rX", dir)
-      File.chmod(0o755, File.dirname(dir))
+      searchable_parent(dir)
       code = <<~RUBY
         Process.setrlimit(:NPROC, 0)
         $LOAD_PATH.unshift(#{"#{dir}/a".inspect}, #{"#{dir}/b".inspect})

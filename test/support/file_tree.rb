@@ -21,6 +21,15 @@ module Loadscan
         end
       end
 
+      # Lets other users (a test run `as_nobody`) reach `dir` through its parent, the system's
+      # temp dir: search permission is added for group and others if missing, nothing is taken
+      # away (never `chmod 755 /tmp`, which drops its sticky bit and world write).
+      def searchable_parent(dir)
+        parent = File.dirname(dir)
+        mode = File.stat(parent).mode & 0o7777
+        File.chmod(mode | 0o011, parent) unless mode.allbits?(0o011)
+      end
+
       def make_tree(dir, entries)
         entries.each do |path, kind, target|
           abspath = File.join(dir, path)

@@ -32,7 +32,9 @@ pub use scan::{
     list_deferred, scan_roots, scan_serial, DirRecord, DirStamp, FileEntry, Kind, ListHook, Listing, ProblemKind,
     RootState, ScanOptions, ScanProblem,
 };
-pub use session::{Counters, Figure, Json, Problem, Requires, Rescan, Saved, Session, Settings, Stats, Timings};
+pub use session::{
+    Counters, Figure, Json, Pending, Problem, Requires, Rescan, Saved, Session, Settings, Stats, Timings,
+};
 pub use store::{
     bound_dead_roots, encode, Bytes, CacheDir, CacheFile, DirError, DirErrorKind, LoadError, LoadErrorKind, Opened,
     RootRecord, Snapshot, Validation, CACHE_FILE, CACHE_FILES, DEAD_ROOTS_MIN, FORMAT_VERSION, LAST_BOOT_FILE,

@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use magnus::{Error, RArray, RHash, RString, Ruby, Value};
+use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby, Value};
 
 use loadscan_core::{CacheFile, Saved, Session};
 
@@ -24,14 +24,14 @@ pub fn start(ruby: &Ruby, load_path: RArray, opts: RHash) -> Result<Option<Strin
     hooks::set(ruby, start.hooks)?;
     let (session, warning) = Session::start(start.settings, &NoGvl);
     let load_path = LoadPath::new(magnus::rb_sys::AsRawValue::as_raw(load_path));
-    state::replace(Some(Followed { session, load_path }));
     raise_pending()?;
+    state::replace(Some(Followed { session, load_path }))?;
     Ok(warning)
 }
 
 /// `stop`: every later require goes to Ruby's own.
-pub fn stop() {
-    state::replace(None);
+pub fn stop() -> Result<(), Error> {
+    state::replace(None)
 }
 
 /// `save`: `:written`, `:clean` (nothing changed), `:skipped` (no cache, or busy), or the
@@ -55,12 +55,14 @@ pub fn record_last_boot(ruby: &Ruby, fields: RHash) -> Result<Option<String>, Er
 }
 
 /// `clear_cache(dir, uid)`: deletes the cache and the last boot's figures in `dir` (which must
-/// pass the cache dir's checks for `uid`); the paths removed, or an error naming why not.
-pub fn clear_cache(ruby: &Ruby, dir: RString, uid: u32) -> Result<RArray, Error> {
+/// pass the cache dir's checks for `uid`): the paths removed, or why nothing was (a String).
+pub fn clear_cache(ruby: &Ruby, dir: RString, uid: u32) -> Value {
     let cache = CacheFile { dir: PathBuf::from(OsStr::from_bytes(&bytes(dir))), env: Vec::new(), uid };
     match cache.clear() {
-        Ok(removed) => Ok(convert::strings(ruby, removed.iter().map(|p| p.as_os_str().as_bytes().to_vec()).collect())),
-        Err(why) => Err(Error::new(ruby.exception_runtime_error(), why)),
+        Ok(removed) => {
+            convert::strings(ruby, removed.iter().map(|p| p.as_os_str().as_bytes().to_vec()).collect()).as_value()
+        }
+        Err(why) => ruby.str_new(&why).as_value(),
     }
 }
 

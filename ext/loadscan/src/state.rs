@@ -12,7 +12,7 @@
 //! - a lookup gets no answer: Ruby's own `require` runs instead ([`try_synced`]);
 //! - a question (`save`, `stats`, `problems`) gets none ([`try_state`]);
 //! - a report of pending problems or rescans is left for the next call: its flag is set again
-//!   ([`take_pending`]), so nothing found is ever lost.
+//!   ([`take_pending`], the core's `Pending`), so nothing found is ever lost.
 //!
 //! No lock of ours is held while Ruby code runs, and no Ruby exception unwinds through a frame
 //! that holds it: Ruby code run under it (an entry's `to_path`) runs under `rb_protect`, and
@@ -27,11 +27,10 @@
 //! Ractors: only the Ractor that started loadscan is served; others go to Ruby's own `require`.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
-use loadscan_core::{Counters, RecentPaths, Session};
+use loadscan_core::{Counters, Pending, RecentPaths, Session};
 use magnus::value::Lazy;
 use magnus::{prelude::*, Error, RArray};
 use rb_sys::VALUE;
@@ -52,10 +51,10 @@ static STATE: Mutex<Option<Followed>> = Mutex::new(None);
 pub static COUNTERS: Counters = Counters::new();
 /// The paths `require` was recently answered with (which question goes first).
 pub static RECENT: RecentPaths = RecentPaths::new();
-/// Set while the session holds problems not handed out for a warning yet.
-pub static PENDING_PROBLEMS: AtomicBool = AtomicBool::new(false);
-/// Set while the session holds a rescan not reported yet.
-pub static PENDING_RESCAN: AtomicBool = AtomicBool::new(false);
+/// Raised while the session holds problems not handed out for a warning yet.
+pub static PENDING_PROBLEMS: Pending = Pending::new();
+/// Raised while the session holds a rescan not reported yet.
+pub static PENDING_RESCAN: Pending = Pending::new();
 /// The callables given to `start` (`hooks.rs`), kept alive by the GC mark `Lazy` gives them.
 pub static HOOKS: Lazy<RArray> = Lazy::new(|ruby| ruby.ary_new_from_values(&[ruby.qnil().as_value(); 3]));
 /// The key of a Ractor-local value set in the Ractor that started loadscan.
@@ -67,18 +66,28 @@ thread_local! {
     static HELD_FOR_FORK: RefCell<Option<Guard>> = const { RefCell::new(None) };
 }
 
-/// The lock, tried, or waited for (`wait`) with the GVL released between tries: the thread
-/// that holds it may be finishing GVL-free work and need the GVL back before it lets go, so
-/// waiting with the GVL held would deadlock. A lock poisoned by a panic is taken as it is (the
-/// state is consistent between calls: a panic only ever cuts a GVL-free scan short).
-fn lock(wait: bool) -> Option<Guard> {
+/// The lock if it is free now (`None`: busy). A lock poisoned by a panic is taken as it is
+/// (the state is consistent between calls: a panic only ever cuts a GVL-free scan short).
+fn try_lock() -> Option<Guard> {
+    match STATE.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+/// The lock, waited for with the GVL released between tries: the thread that holds it may be
+/// finishing GVL-free work and need the GVL back before it lets go, so waiting with the GVL
+/// held would deadlock. Ruby's interrupt check runs after each try (when an interrupt is
+/// pending Ruby keeps the GVL, so only handling it lets the wait go on): what it raises
+/// (`Thread#raise`, `Interrupt`) comes back as the `Err`, with nothing of loadscan's held.
+fn wait_lock() -> Result<Guard, Error> {
     loop {
-        match STATE.try_lock() {
-            Ok(g) => return Some(g),
-            Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) if wait => without_gvl(|| std::thread::sleep(WAIT_STEP)),
-            Err(TryLockError::WouldBlock) => return None,
+        if let Some(guard) = try_lock() {
+            return Ok(guard);
         }
+        without_gvl(|| std::thread::sleep(WAIT_STEP));
+        raise_pending()?;
     }
 }
 
@@ -88,29 +97,31 @@ const WAIT_STEP: Duration = Duration::from_micros(200);
 /// Raises the flags of what `session` has to report, while the lock is still held.
 fn note_pending(session: &Session) {
     if session.has_unreported() {
-        PENDING_PROBLEMS.store(true, Ordering::Relaxed);
+        PENDING_PROBLEMS.raise();
     }
     if session.has_rescan() {
-        PENDING_RESCAN.store(true, Ordering::Relaxed);
+        PENDING_RESCAN.raise();
     }
 }
 
-/// Replaces the state (`start`: a new session; `stop`: none), waiting for the lock.
-pub fn replace(followed: Option<Followed>) {
+/// Replaces the state (`start`: a new session; `stop`: none), waiting for the lock; `Err` is
+/// an interrupt that arrived while waiting (then nothing changed).
+pub fn replace(followed: Option<Followed>) -> Result<(), Error> {
+    let mut guard = wait_lock()?;
     if followed.is_some() {
         mark_main_ractor();
         COUNTERS.reset();
     }
-    let mut guard = lock(true).expect("waited for");
     *guard = followed;
     if let Some(f) = guard.as_ref() {
         note_pending(&f.session);
     }
+    Ok(())
 }
 
 /// Runs `f` on the state as it is, if loadscan is started and the lock is free.
 pub fn try_state<T>(f: impl FnOnce(&mut Followed) -> T) -> Option<T> {
-    let mut guard = lock(false)?;
+    let mut guard = try_lock()?;
     let followed = guard.as_mut()?;
     let result = f(followed);
     note_pending(&followed.session);
@@ -155,20 +166,18 @@ fn sync(followed: &mut Followed) -> Result<bool, Error> {
 
 /// What `take` takes from the session when `flag` says there is something (a problem to warn
 /// about, a rescan to report), only in the main Ractor (the callables are its objects). Two
-/// atomic loads when there is nothing. A busy lock sets the flag again: reported next time.
-pub fn take_pending<T>(flag: &AtomicBool, take: impl FnOnce(&mut Session) -> T) -> Option<T> {
+/// atomic loads when there is nothing. A busy lock leaves it for the next call ([`Pending`]).
+pub fn take_pending<T>(flag: &Pending, take: impl FnOnce(&mut Session) -> T) -> Option<T> {
     // The flag first: this runs on every require, and the Ractor check is a table lookup.
-    if !flag.load(Ordering::Relaxed) || !in_main_ractor() || !flag.swap(false, Ordering::Relaxed) {
+    if !flag.is_raised() || !in_main_ractor() {
         return None;
     }
-    let Some(mut guard) = lock(false) else {
-        flag.store(true, Ordering::Relaxed);
-        return None;
-    };
-    let followed = guard.as_mut()?;
-    let taken = take(&mut followed.session);
-    note_pending(&followed.session);
-    Some(taken)
+    flag.take(try_lock, |mut guard| {
+        let followed = guard.as_mut()?;
+        let taken = take(&mut followed.session);
+        note_pending(&followed.session);
+        Some(taken)
+    })
 }
 
 /// Takes the state lock for a `fork` about to happen on this thread: `true` when this thread
@@ -178,7 +187,7 @@ pub fn hold_for_fork() -> bool {
     HELD_FOR_FORK.with(|held| {
         let mut held = held.borrow_mut();
         if held.is_none() {
-            *held = lock(false);
+            *held = try_lock();
         }
         held.is_some()
     })

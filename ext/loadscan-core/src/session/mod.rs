@@ -6,12 +6,14 @@
 
 mod figures;
 mod last_boot;
+mod pending;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use figures::{Counters, Figure, Requires, Stats, Timings};
 pub use last_boot::Json;
+pub use pending::Pending;
 
 use crate::blocking::Blocking;
 use crate::index::{Explanation, Index, Lookup, Reason, SyncPolicy};
