@@ -1,6 +1,7 @@
 //! The core of loadscan: list `$LOAD_PATH` entries (up front, or each directory when a lookup
 //! first needs it) and answer, for any feature, which file Ruby's `require` would load — with
 //! Ruby's own precedence, and an honest "don't know" where a listing could not see everything.
+//! [`ExpandedLoadPath`] turns `$LOAD_PATH`'s elements into those entries as Ruby expands them.
 //! No Ruby is needed: `cargo test` covers it all.
 //!
 //! ```no_run
@@ -26,7 +27,7 @@ pub use index::{
     resolve, settle, settle_in_turn, Explanation, Hint, Index, LazyStats, Lister, Located, Lookup, Query, Reason,
     RecentPaths, Resolved, RootId, SyncPolicy, SyncReport, Want, PROBE,
 };
-pub use realpath::RealPaths;
+pub use load_path::{Entries, Entry, ExpandedLoadPath, Polled};
 pub use scan::{
     list_deferred, scan_roots, scan_serial, DirRecord, DirStamp, FileEntry, Kind, ListHook, Listing, ProblemKind,
     RootState, ScanOptions, ScanProblem,
@@ -41,7 +42,7 @@ pub use store::{
 mod blocking;
 mod hash;
 mod index;
-mod realpath;
+mod load_path;
 mod relpath;
 mod scan;
 mod session;

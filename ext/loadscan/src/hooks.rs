@@ -5,12 +5,12 @@
 //! require.
 
 use magnus::value::{Lazy, LazyId};
-use magnus::{prelude::*, Error, RArray, Ruby, Value};
+use magnus::{prelude::*, Error, Ruby, Value};
 
 use loadscan_core::Reason;
 
 use crate::convert;
-use crate::state::{in_main_ractor, take_pending, PENDING_PROBLEMS, PENDING_RESCAN};
+use crate::state::{in_main_ractor, take_pending, HOOKS, PENDING_PROBLEMS, PENDING_RESCAN};
 
 /// The callables given to `start` (nil for none).
 pub struct Hooks {
@@ -22,7 +22,7 @@ pub struct Hooks {
     pub on_rescan: Value,
 }
 
-/// Where each hook is kept in [`HOOKS`].
+/// Where each hook is kept in [`HOOKS`] (`state.rs`).
 #[derive(Clone, Copy)]
 enum Hook {
     Problems = 0,
@@ -30,8 +30,6 @@ enum Hook {
     Rescan = 2,
 }
 
-/// The hooks, kept alive by the GC mark that `Lazy` gives the array.
-static HOOKS: Lazy<RArray> = Lazy::new(|ruby| ruby.ary_new_from_values(&[ruby.qnil().as_value(); 3]));
 static CALL: LazyId = LazyId::new("call");
 
 /// Makes the statics (from `init`, so that no later use can fail).

@@ -13,39 +13,35 @@ use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby, Symbol, TryConvert
 use crate::convert::bytes;
 use crate::hooks::Hooks;
 
-static DLEXT: LazyId = LazyId::new("dlext");
-static THREADS: LazyId = LazyId::new("threads");
-static CACHE_DIR: LazyId = LazyId::new("cache_dir");
-static ENV_KEY: LazyId = LazyId::new("env_key");
-static UID: LazyId = LazyId::new("uid");
-static VALIDATE: LazyId = LazyId::new("validate");
-static STABLE_DIRS: LazyId = LazyId::new("stable_dirs");
-static LAZY: LazyId = LazyId::new("lazy");
-static ON_PROBLEMS: LazyId = LazyId::new("on_problems");
-static ON_DEFER: LazyId = LazyId::new("on_defer");
-static ON_RESCAN: LazyId = LazyId::new("on_rescan");
-static IGNORE_NAMES: LazyId = LazyId::new("ignore_names");
-static IGNORE_PATHS: LazyId = LazyId::new("ignore_paths");
-static STATIC_EXT: LazyId = LazyId::new("static_ext");
+/// Declares each key once: a static per key, and [`KEYS`], every one of them.
+macro_rules! keys {
+    ($($name:ident = $symbol:literal),* $(,)?) => {
+        $(static $name: LazyId = LazyId::new($symbol);)*
+        /// Every key `start` reads.
+        static KEYS: &[&LazyId] = &[$(&$name),*];
+    };
+}
+
+keys! {
+    DLEXT = "dlext",
+    THREADS = "threads",
+    CACHE_DIR = "cache_dir",
+    ENV_KEY = "env_key",
+    UID = "uid",
+    VALIDATE = "validate",
+    STABLE_DIRS = "stable_dirs",
+    LAZY = "lazy",
+    ON_PROBLEMS = "on_problems",
+    ON_DEFER = "on_defer",
+    ON_RESCAN = "on_rescan",
+    IGNORE_NAMES = "ignore_names",
+    IGNORE_PATHS = "ignore_paths",
+    STATIC_EXT = "static_ext",
+}
 
 /// Interns every key (called from `init`, so that no later comparison can panic).
 pub fn intern(ruby: &Ruby) {
-    for id in [
-        &DLEXT,
-        &THREADS,
-        &CACHE_DIR,
-        &ENV_KEY,
-        &UID,
-        &VALIDATE,
-        &STABLE_DIRS,
-        &LAZY,
-        &ON_PROBLEMS,
-        &ON_DEFER,
-        &ON_RESCAN,
-        &IGNORE_NAMES,
-        &IGNORE_PATHS,
-        &STATIC_EXT,
-    ] {
+    for id in KEYS {
         LazyId::force(id, ruby);
     }
 }

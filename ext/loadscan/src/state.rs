@@ -2,7 +2,9 @@
 //!
 //! The [`Session`] (with the `$LOAD_PATH` mirror it follows) sits in a `Mutex`; the require
 //! counters, the recently answered paths and the "something to report" flags are atomics
-//! beside it, read on every `require` without the lock.
+//! beside it, read on every `require` without the lock; the callables given to `start` are a
+//! GC-marked array. (Interned symbols live where they are used; `nogvl.rs` keeps its per-thread
+//! "interrupt check owed" flag.)
 //!
 //! Locking: a thread never waits for the lock while it holds the GVL. Starting and stopping
 //! wait for it with the GVL released between tries; every other use *tries* it, and a busy
@@ -30,7 +32,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
 use loadscan_core::{Counters, RecentPaths, Session};
-use magnus::Error;
+use magnus::value::Lazy;
+use magnus::{prelude::*, Error, RArray};
 use rb_sys::VALUE;
 
 use crate::load_path::{LoadPath, Polled};
@@ -53,6 +56,8 @@ pub static RECENT: RecentPaths = RecentPaths::new();
 pub static PENDING_PROBLEMS: AtomicBool = AtomicBool::new(false);
 /// Set while the session holds a rescan not reported yet.
 pub static PENDING_RESCAN: AtomicBool = AtomicBool::new(false);
+/// The callables given to `start` (`hooks.rs`), kept alive by the GC mark `Lazy` gives them.
+pub static HOOKS: Lazy<RArray> = Lazy::new(|ruby| ruby.ary_new_from_values(&[ruby.qnil().as_value(); 3]));
 /// The key of a Ractor-local value set in the Ractor that started loadscan.
 static MAIN_RACTOR_KEY: OnceLock<usize> = OnceLock::new();
 

@@ -1,4 +1,4 @@
-//! Expanding load-path entries as Ruby 3.1 and 3.3 do: the `realpath` of each entry, or, for
+//! Expanding an absolute load-path entry as Ruby 3.1, 3.3 and 3.4 do: its `realpath`, or, for
 //! an entry that does not exist, its lexical expansion.
 //!
 //! A load path of a few hundred gem dirs shares most of its prefixes, so [`RealPaths`]
@@ -210,6 +210,45 @@ mod tests {
         assert_eq!(follow(Path::new("/a/b"), Path::new("../../c/./d")), PathBuf::from("/c/d"));
         assert_eq!(follow(Path::new("/a/b"), Path::new("/x/../y")), PathBuf::from("/x/../y"));
         assert_eq!(follow(Path::new("/a"), Path::new("c/../d")), PathBuf::from("/a/c/../d"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn memoized_realpath_agrees_with_realpath_3() {
+        let dir = std::env::temp_dir().join(format!("loadscan-realpath-3-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for d in ["real/a/b", "real/c", "other/x"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        let dir = std::fs::canonicalize(&dir).unwrap();
+        let other = dir.join("other");
+        let links = [("real/la", Path::new("a")), ("real/a/up", Path::new("../..")), ("abs", &other)];
+        let loops = [("loop1", Path::new("loop2")), ("loop2", Path::new("loop1")), ("dangling", Path::new("nowhere"))];
+        for (link, target) in links.iter().chain(&loops) {
+            std::os::unix::fs::symlink(target, dir.join(link)).unwrap();
+        }
+        let mut memo = RealPaths::default();
+        let cases = [
+            "real/a/b",
+            "real/la/b",
+            "real/a/up/real/c",
+            "abs/x",
+            "abs",
+            "loop1",
+            "dangling",
+            "nope/x",
+            "real/./a/../c",
+            "real//a",
+            "real/la/../c",
+            "real/a/",
+            "real/la/",
+        ];
+        for _ in 0..2 {
+            for c in cases {
+                let p = dir.join(c);
+                assert_eq!(memo.resolve(&p), std::fs::canonicalize(&p).ok(), "{c}");
+            }
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
