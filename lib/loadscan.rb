@@ -8,9 +8,8 @@ require_relative "loadscan/native"
 require_relative "loadscan/config"
 
 module Loadscan
-  # Loaded when first referenced: a boot that raises and warns nothing (nearly all of them)
-  # does not compile them.
-  autoload :Error, File.expand_path("loadscan/error", __dir__)
+  # Loaded when first referenced: a boot that warns nothing (nearly all of them) does not
+  # compile them.
   autoload :Warnings, File.expand_path("loadscan/warnings", __dir__)
   autoload :Instrumentation, File.expand_path("loadscan/instrumentation", __dir__)
   autoload :LastBoot, File.expand_path("loadscan/last_boot", __dir__)

@@ -97,10 +97,24 @@ module Loadscan
       @env.each_key do |name|
         next unless name.start_with?("LOADSCAN_") && !name.start_with?(TEST_PREFIX) && !KNOWN.include?(name)
 
-        guess = KNOWN.min_by { |k| distance(k, name) }
-        hint = distance(guess, name) <= 3 ? " (did you mean #{guess}?)" : ""
+        guess = spelling_of(name)
+        hint = guess ? " (did you mean #{guess}?)" : ""
         problem("#{name} is not a loadscan setting#{hint}; known: #{KNOWN.join(", ")}")
       end
+    end
+
+    # The known variable `name` most likely misspells, by Ruby's own spell checker (the one
+    # behind NameError's "Did you mean?") on the part after LOADSCAN_, which they all share; nil
+    # when none is close. Loaded only here, once a misspelling is found, and only the checker:
+    # a Ruby run with --disable-did_you_mean keeps its error messages as they are. Without it
+    # (a Ruby whose library cannot be loaded), the message goes without the hint.
+    def spelling_of(name)
+      require "did_you_mean/spell_checker"
+      known = KNOWN.map { _1.delete_prefix("LOADSCAN_") }
+      guess = DidYouMean::SpellChecker.new(dictionary: known).correct(name.delete_prefix("LOADSCAN_")).first
+      guess && "LOADSCAN_#{guess}"
+    rescue LoadError
+      nil
     end
 
     # A flag variable: unset or empty means the default.
@@ -204,18 +218,6 @@ module Loadscan
 
       program = File.absolute_path(File.dirname($PROGRAM_NAME.to_s))
       File.join(base, "loadscan", "#{File.basename(program).gsub(/[^\w.-]/, "_")}-#{Native.stable_hash(program)}")
-    end
-
-    # Edit distance, for "did you mean".
-    def distance(a, b)
-      row = (0..b.size).to_a
-      a.each_char.with_index(1) do |ca, i|
-        prev, row[0] = row[0], i
-        b.each_char.with_index(1) do |cb, j|
-          prev, row[j] = row[j], [row[j] + 1, row[j - 1] + 1, prev + (ca == cb ? 0 : 1)].min
-        end
-      end
-      row[b.size]
     end
   end
 end

@@ -4,7 +4,8 @@ require_relative "../test_helper"
 
 # Faults and hostile timing (issue 12): Ruby code that runs while loadscan holds its state (an
 # entry's `to_path`), interrupts and signals, switched symlinks, encodings, Ractors, failing
-# thread creation. Each case is compared with stock Ruby in a separate process.
+# thread creation, warnings asked for by one thread while another holds the state. Each case is
+# compared with stock Ruby in a separate process, except where loadscan's own warnings are checked.
 class RobustnessTest < Minitest::Test
   # An entry object whose `to_path` runs `action` on its first call only.
   ENTRY = <<~RUBY
@@ -375,6 +376,68 @@ class RobustnessTest < Minitest::Test
       assert_same_run(stock, fast)
       assert_equal "other", File.basename(fast.report["stats"][:cache_dir]), "the index was not started again"
       assert_operator fast.report["stats"][:hits], :>=, 2, "the restarted index did not answer"
+    end
+  end
+
+  # Issue 19: a problem a scan found is warned even when another thread asked for the warnings
+  # while this one still held loadscan's state, GVL released (the asker found the state busy and
+  # must leave them pending, not drop them). Each round, a require lists a directory holding a
+  # file it cannot `stat` (its target is in a directory user nobody may not search: a new
+  # problem), then misses, which stats the feature's directory in each of 2000 entries
+  # (`confirm_missing`) with the state held, while another thread loops on requires. Every
+  # round, every problem must have reached the warning by the next require once that thread is
+  # done. (On the unfixed code every round lost its problem, on 3.1, 3.3 and 3.4.)
+  def test_problem_found_while_another_thread_requires_is_warned
+    rounds = 10
+    entries = (0...2000).map { |i| ["f/#{i}", :dir] } + [["e/hit.rb", ""], ["locked/c.rb", ""]] +
+              (0...rounds).map { |i| ["e/d#{i}/c.rb", :symlink, "../../locked/c.rb"] }
+    with_files(entries) do |dir|
+      FileUtils.chmod_R("a+rX", dir)
+      File.chmod(0o700, "#{dir}/locked")
+      code = <<~RUBY
+        handed = []
+        Loadscan::Warnings.singleton_class.prepend(Module.new do
+          define_method(:scan_problems) do |problems|
+            handed.concat(problems.map(&:last))
+            super(problems)
+          end
+        end)
+        $LOAD_PATH.concat((0...2000).map { |i| "#{dir}/f/\#{i}" } << #{"#{dir}/e".inspect})
+        require "hit"
+        before = Loadscan.problems.size
+        unwarned = (0...#{rounds}).map do |i|
+          stop = false
+          requires = 0
+          other = Thread.new do
+            until stop
+              require "hit"
+              requires += 1
+              # Hands the GVL back at once: on 3.3 and 3.4 a thread that never blocks otherwise
+              # kept it for seconds from the one coming back from its GVL-free work.
+              Thread.pass
+            end
+          end
+          Thread.pass until requires.positive?
+          begin
+            require "d\#{i}/nope"
+          rescue LoadError
+          end
+          stop = true
+          other.join
+          require "hit"
+          found = Loadscan.problems.drop(before).map(&:last)
+          [found.size, found - handed]
+        end
+        report(unwarned)
+      RUBY
+      run = run_ruby(code, loadscan: true, as_nobody: true)
+      assert run.success?, run.stderr
+      assert_equal (1..rounds).to_a, run.report.map(&:first), "each round finds one new problem"
+      lost = run.report.each_with_index.filter_map do |(_, unwarned), round|
+        "round #{round}: #{unwarned.map { _1[%r{e/d\d+/c\.rb}] }.join(" ")}" unless unwarned.empty?
+      end
+      assert_empty lost, "problems never warned"
+      assert_match %r{loadscan: left to Ruby's require: #{Regexp.escape(dir)}/e/d0/c\.rb: unreadable}, run.stderr
     end
   end
 

@@ -207,6 +207,44 @@ class ConfigTest < Minitest::Test
     assert c.lazy, "an unknown variable sets nothing"
   end
 
+  # Ruby's spell checker, asked about the part after LOADSCAN_ (which every name shares, and
+  # which made an edit distance over whole names suggest LOADSCAN_DISABLE for LOADSCAN_STABLE).
+  def test_the_guess_is_rubys_spell_checker_on_the_setting_name
+    { "LOADSCAN_STABLE" => "LOADSCAN_STABLE_DIRS", "LOADSCAN_IGNORE" => "LOADSCAN_IGNORE_DIRS",
+      "LOADSCAN_CACHE_PATH" => "LOADSCAN_CACHE_DIR", "LOADSCAN_DISABLED" => "LOADSCAN_DISABLE",
+      "LOADSCAN_X" => nil }.each do |name, guess|
+      hint = guess ? " (did you mean #{guess}?)" : ";"
+      assert_includes only_problem(config({ name => "1" })), "#{name} is not a loadscan setting#{hint}"
+    end
+  end
+
+  # The spell checker is loaded only for a misspelling, and alone: a Ruby run with
+  # --disable-did_you_mean keeps its NameError messages bare. A Ruby that cannot load it (its
+  # library dir off the load path) still names the variable, without a guess.
+  def test_the_guess_without_did_you_mean
+    code = <<~RUBY
+      require "rbconfig"
+      $LOAD_PATH.delete(RbConfig::CONFIG["rubylibdir"]) if ENV["NO_LIB"]
+      require #{File.join(Loadscan::TestSupport::LIB, "loadscan/config").inspect}
+      before = $LOADED_FEATURES.grep(/did_you_mean/).size
+      quiet = Loadscan::Config.new(env: { "LOADSCAN_CACHE_DIR" => "/tmp/c" })
+      loaded = $LOADED_FEATURES.grep(/did_you_mean/).size - before
+      typo = Loadscan::Config.new(env: { "LOADSCAN_CACHE_DIR" => "/tmp/c", "LOADSCAN_TREADS" => "1" })
+      name_error = begin; undefined_locall; rescue NameError => e; e.message; end
+      report("loaded" => loaded, "problems" => quiet.problems + typo.problems, "name_error" => name_error)
+    RUBY
+    run = run_ruby(code, ruby_opts: ["--disable-did_you_mean"])
+    assert run.success?, run.stderr
+    assert_equal 0, run.report["loaded"], "did_you_mean loaded without a misspelling"
+    assert_equal 1, run.report["problems"].size
+    assert_includes run.report["problems"].first, "(did you mean LOADSCAN_THREADS?)"
+    refute_includes run.report["name_error"], "Did you mean"
+    run = run_ruby(code, ruby_opts: %w[--disable-did_you_mean --disable-gems], env: { "NO_LIB" => "1" })
+    assert run.success?, run.stderr
+    assert_equal ["LOADSCAN_TREADS is not a loadscan setting; known: #{Loadscan::Config::KNOWN.join(", ")}"],
+                 run.report["problems"]
+  end
+
   def test_several_bad_values_are_one_problem_each
     c = config({ "LOADSCAN_LAZY" => "x", "LOADSCAN_THREADS" => "y", "LOADSCAN_VALIDATE" => "z", "LOADSCAN_READ_ONLY" => "1" })
     assert_equal 4, c.problems.size, c.problems.inspect
