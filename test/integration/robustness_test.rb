@@ -340,6 +340,45 @@ class RobustnessTest < Minitest::Test
     end
   end
 
+  # `Loadscan.setup` with settings that change the index (here another cache dir) starts it
+  # again, and starting waits for loadscan's lock, while another thread holds that lock listing a
+  # new `$LOAD_PATH` entry of thousands of directories (LOADSCAN_LAZY=0) with the GVL released.
+  # That thread needs the GVL back before it lets go of the lock: a start that waited for the
+  # lock with the GVL held hung the process for good (deaf to SIGTERM too: run_ruby's timeout
+  # ends it with SIGKILL). The first entry's `to_path` runs under the lock, just before the
+  # listing: it tells the main thread when to set up again.
+  def test_setup_restarting_the_index_while_another_thread_lists
+    big = (0...2000).map { |i| ["big/d#{i / 100}/e#{i}", :dir] }
+    files = [777, 1000, 1999].map { |i| ["big/d#{i / 100}/e#{i}/f#{i}.rb", "$f = #{i}"] }
+    with_files([*big, *files, ["a/after.rb", "$after = true"]]) do |dir|
+      code = ENTRY + <<~RUBY
+        listing = Queue.new
+        thread = Thread.new do
+          $LOAD_PATH.unshift(Entry.new(#{"#{dir}/none".inspect}) { listing << true }, #{"#{dir}/big".inspect})
+          require "d7/e777/f777"
+        end
+        listing.pop
+        other = File.join(File.dirname(ENV.fetch("LOADSCAN_CACHE_DIR")), "other")
+        setup = defined?(Loadscan) ? Loadscan.setup(cache_dir: other) : true
+        out = { "thread" => thread.value, "setup" => setup, "f" => $f }
+        $LOAD_PATH.push(#{"#{dir}/a".inspect})
+        out["after"] = [require("d19/e1999/f1999"), require("after"), $f, $after]
+        out["missing"] = begin; require("d1/none"); rescue LoadError => e; e.message; end
+        out["resolved"] = $LOAD_PATH.resolve_feature_path("d10/e1000/f1000")
+        out["stats"] = Loadscan.stats.slice(:hits).merge(cache_dir: Loadscan.config.cache_dir) if defined?(Loadscan)
+        report(out.merge("loaded_features" => $LOADED_FEATURES.dup))
+      RUBY
+      env = { "LOADSCAN_LAZY" => "0" }
+      stock = run_ruby(code, loadscan: false, env: env)
+      fast = run_ruby(code, loadscan: true, env: env, timeout: 10)
+      assert stock.success?, stock.stderr
+      assert fast.success?, "the loadscan run hung (#{fast.status.inspect}):\n#{fast.stderr}"
+      assert_same_run(stock, fast)
+      assert_equal "other", File.basename(fast.report["stats"][:cache_dir]), "the index was not started again"
+      assert_operator fast.report["stats"][:hits], :>=, 2, "the restarted index did not answer"
+    end
+  end
+
   # Issue 19: a problem a scan found is warned even when another thread asked for the warnings
   # while this one still held loadscan's state, GVL released (the asker found the state busy and
   # must leave them pending, not drop them). Each round, a require lists a directory holding a

@@ -97,7 +97,8 @@ module Loadscan
           end
           cmd = command || [RbConfig.ruby, *opts, file, *args]
           full.merge!(env)
-          cmd = ["timeout", timeout.to_s, *cmd] if timeout
+          # SIGKILL 5 s after SIGTERM: a process hung with the GVL held never handles SIGTERM.
+          cmd = ["timeout", "--kill-after=5", timeout.to_s, *cmd] if timeout
           cmd = ["strace", "-f", "-qq", "-e", "trace=openat", "-o", trace, *cmd] if strace
           cmd = %w[setpriv --reuid=nobody --regid=nogroup --clear-groups] + cmd if as_nobody
           stdout, stderr, status = Open3.popen3(full, *cmd, chdir: chdir) do |stdin, out, err, wait|
