@@ -42,7 +42,7 @@ module Loadscan
         return false
       end
 
-      start_index
+      start_index(@config)
       require_relative "loadscan/core_ext/kernel"
       require_relative "loadscan/core_ext/load_path"
       require_relative "loadscan/core_ext/process"
@@ -68,14 +68,18 @@ module Loadscan
       defined?(Ruby::Box) && Ruby::Box.respond_to?(:enabled?) ? Ruby::Box.enabled? : ENV["RUBY_BOX"] == "1"
     end
 
-    private def start_index
-      warning = Native.start($LOAD_PATH, **index_options(@config), on_problems: ->(problems) { Warnings.scan_problems(problems) },
+    # Starts the index on `config`'s settings, which then are those in effect. An interrupt that
+    # comes while it waits for another thread to let go of the index (`Thread#raise`,
+    # `Interrupt`) is raised from here with both as they were.
+    private def start_index(config)
+      warning = Native.start($LOAD_PATH, **index_options(config), on_problems: ->(problems) { Warnings.scan_problems(problems) },
                                                                    on_defer: method(:left_to_ruby), on_rescan: method(:rescanned))
+      @config = config
       Warnings.once(:cache, warning) if warning
       Native.sync
       instrument(:cache_load) do
         s = Native.stats
-        { cache_dir: @config.cache_dir, roots_from_cache: s[:roots_from_cache], roots_scanned: s[:roots_scanned],
+        { cache_dir: config.cache_dir, roots_from_cache: s[:roots_from_cache], roots_scanned: s[:roots_scanned],
           ms: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms], warning: warning }
       end
     end
@@ -97,9 +101,10 @@ module Loadscan
       config.problems.each { |message| Warnings.once(message, message) }
       return true unless config.enabled
 
-      previous = @config
+      # Not before the index started on them: an interrupted start leaves the old index and its
+      # settings in effect.
+      start_index(config) unless index_options(@config) == index_options(config)
       @config = config
-      start_index unless index_options(previous) == index_options(config)
       true
     end
 

@@ -379,6 +379,66 @@ class RobustnessTest < Minitest::Test
     end
   end
 
+  # The same restart, interrupted while it waits for the lock: Ruby keeps the GVL while an
+  # interrupt is pending for a thread, so a wait that only slept with the GVL released until
+  # the lock was free slept with it held, forever (here for `Thread#raise` from another thread,
+  # SIGINT's `Interrupt`, and a `trap` handler that raises nothing). The interrupt must come out
+  # of `setup` (stock, waiting for the holder, sees the same) with the index as it was (an
+  # interrupted restart changes nothing: the old index, its settings and its cache dir go on); a
+  # trap handler runs and the restart goes on. The holder keeps the lock 0.8 s (an entry's
+  # `to_path`, run under it); the interrupt comes 0.2 s into the wait.
+  def test_setup_interrupted_while_another_thread_holds_the_lock
+    with_files([["a/first.rb", ""], *%w[one two three four].map { |f| ["a/#{f}.rb", "$#{f} = true"] }]) do |dir|
+      code = ENTRY + <<~RUBY
+        caches = File.dirname(ENV.fetch("LOADSCAN_CACHE_DIR"))
+        main = Thread.current
+        out = { "stats" => [] }
+        $LOAD_PATH.push(#{"#{dir}/a".inspect})
+        restart = lambda do |name, feature, &interrupt|
+          held = Queue.new
+          holder = Thread.new do
+            $LOAD_PATH.unshift(Entry.new(#{"#{dir}/none".inspect}) { held << true; sleep 0.8 })
+            require "first"
+          end
+          held.pop
+          Thread.new { sleep 0.2; interrupt.call }
+          setup = begin
+            defined?(Loadscan) ? Loadscan.setup(cache_dir: File.join(caches, name)) : holder.join && true
+          rescue Exception => e
+            [e.class.name, e.message]
+          end
+          out[name] = [setup, holder.value, require(feature), $LOAD_PATH.resolve_feature_path(feature)]
+          out["stats"] << File.basename(Loadscan.config.cache_dir) if defined?(Loadscan)
+        end
+        restart.("raised", "one") { main.raise("raised while waiting") }
+        trap(:INT) { out["trap"] = :ran }
+        restart.("trapped", "two") { Process.kill(:INT, Process.pid) }
+        trap(:INT, "DEFAULT")
+        restart.("interrupted", "three") { Process.kill(:INT, Process.pid) }
+        out["again"] = defined?(Loadscan) ? Loadscan.setup(cache_dir: File.join(caches, "interrupted")) : true
+        out["four"] = [require("four"), $one, $two, $three, $four]
+        out["missing"] = begin; require("none_of_these"); rescue LoadError => e; e.message; end
+        if defined?(Loadscan)
+          out["stats"] << File.basename(Loadscan.config.cache_dir) << Loadscan.stats[:hits] << Loadscan.save <<
+            File.exist?(File.join(caches, "interrupted", "loadscan.cache"))
+        end
+        report(out.merge("loaded_features" => $LOADED_FEATURES.dup))
+      RUBY
+      stock = run_ruby(code, loadscan: false)
+      fast = run_ruby(code, loadscan: true, timeout: 10)
+      assert stock.success?, stock.stderr
+      assert fast.success?, "the loadscan run hung (#{fast.status.inspect}):\n#{fast.stderr}"
+      assert_equal [["RuntimeError", "raised while waiting"], true], stock.report["raised"].first(2)
+      assert_equal [true, :ran, ["Interrupt", ""]], [stock.report["trapped"][0], stock.report["trap"], stock.report["interrupted"][0]]
+      assert_same_run(stock, fast)
+      # After each setup, then after setting up on "interrupted" again: the cache dir in effect,
+      # the hits since the last start, what save did and whether it wrote to "interrupted".
+      assert_equal %w[cache trapped trapped interrupted], fast.report["stats"].first(4), "an interrupted restart changed the settings"
+      assert_equal [:written, true], fast.report["stats"].last(2), "setting up again did not start the index on the new cache dir"
+      assert_operator fast.report["stats"][4], :>=, 1, "the restarted index did not answer"
+    end
+  end
+
   # Issue 19: a problem a scan found is warned even when another thread asked for the warnings
   # while this one still held loadscan's state, GVL released (the asker found the state busy and
   # must leave them pending, not drop them). Each round, a require lists a directory holding a
