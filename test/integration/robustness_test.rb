@@ -435,7 +435,7 @@ class RobustnessTest < Minitest::Test
       assert_equal [true, :ran, ["Interrupt", ""]], [stock.report["trapped"][0], stock.report["trap"], stock.report["interrupted"][0]]
       assert_same_run(stock, fast)
       raised, trapped, interrupted, again, hits = fast.report["stats"]
-      assert_equal [["cache", %w[cache]], ["trapped", %w[cache trapped]]], [raised, trapped], "the first index did not go on, or the trap stopped the restart"
+      assert_equal [["cache", %w[cache]], ["trapped", %w[cache trapped]]], [raised, trapped], "an interrupted restart changed the index or its settings, or a trap stopped the restart"
       assert_equal trapped, interrupted, "an interrupted restart changed the index or its settings"
       assert_equal ["interrupted", %w[cache interrupted trapped]], again, "setting up again did not start the index on the new cache dir"
       assert_operator hits, :>=, 1, "the restarted index did not answer"
