@@ -101,28 +101,7 @@ fn a_cache_dir_is_used_only_when_no_one_else_can_change_it() {
     t.link("ok/rel", ".");
     assert!(CacheDir::open(&t.path("ok/rel/rel/cache"), uid).unwrap().is_some());
 
-    // Group- or world-writable without the sticky bit, the dir or one above it: refused (for a
-    // group with other members: `users` here, which root can give; see the private group's test).
-    for (dir, mode) in [("ok/cache", 0o775), ("ok/cache", 0o777), ("ok", 0o775)] {
-        if mode & 0o002 == 0 && !is_root() {
-            continue;
-        }
-        let gid = std::fs::metadata(t.path(dir)).unwrap().gid();
-        if mode & 0o002 == 0 {
-            std::os::unix::fs::chown(t.path(dir), None, Some(USERS_GID)).unwrap();
-        }
-        chmod(&t.path(dir), mode);
-        let why = refused(CacheDir::open(&t.path("ok/cache"), uid));
-        let expected = if mode & 0o002 == 0 { "writable by group users" } else { "writable by others" };
-        assert!(why.contains(expected), "{dir} {mode:o}: {why}");
-        refused(CacheDir::open(&t.path("ok/cache/sub"), uid));
-        chmod(&t.path(dir), 0o755);
-        std::os::unix::fs::chown(t.path(dir), None, Some(gid)).unwrap();
-    }
-    // Sticky, as /tmp: fine.
-    chmod(&t.path("ok/cache"), 0o1777);
-    assert!(CacheDir::open(&t.path("ok/cache"), uid).unwrap().is_some());
-    chmod(&t.path("ok/cache"), 0o755);
+    shared_modes_are_refused(&t, uid);
 
     // Not an absolute path, or no name of its own: refused.
     for p in ["", "relative/dir", "/", "/tmp/.."] {
@@ -153,6 +132,33 @@ fn a_cache_dir_is_used_only_when_no_one_else_can_change_it() {
         // Root's dirs are trusted, and so are this user's.
         assert!(CacheDir::open(Path::new("/usr"), uid).unwrap().is_some());
     }
+}
+
+/// `ok/cache` (mode 755 in `ok`, 755) is refused while it or `ok` is group- or world-writable
+/// without the sticky bit, and used again when sticky, as `/tmp`.
+fn shared_modes_are_refused(t: &TempTree, uid: u32) {
+    // Group- or world-writable without the sticky bit, the dir or one above it: refused (for a
+    // group with other members: `users` here, which root can give; see the private group's test).
+    for (dir, mode) in [("ok/cache", 0o775), ("ok/cache", 0o777), ("ok", 0o775)] {
+        if mode & 0o002 == 0 && !is_root() {
+            continue;
+        }
+        let gid = std::fs::metadata(t.path(dir)).unwrap().gid();
+        if mode & 0o002 == 0 {
+            std::os::unix::fs::chown(t.path(dir), None, Some(USERS_GID)).unwrap();
+        }
+        chmod(&t.path(dir), mode);
+        let why = refused(CacheDir::open(&t.path("ok/cache"), uid));
+        let expected = if mode & 0o002 == 0 { "writable by group users" } else { "writable by others" };
+        assert!(why.contains(expected), "{dir} {mode:o}: {why}");
+        refused(CacheDir::open(&t.path("ok/cache/sub"), uid));
+        chmod(&t.path(dir), 0o755);
+        std::os::unix::fs::chown(t.path(dir), None, Some(gid)).unwrap();
+    }
+    // Sticky, as /tmp: fine.
+    chmod(&t.path("ok/cache"), 0o1777);
+    assert!(CacheDir::open(&t.path("ok/cache"), uid).unwrap().is_some());
+    chmod(&t.path("ok/cache"), 0o755);
 }
 
 #[test]
