@@ -134,8 +134,8 @@ fn a_cache_dir_is_used_only_when_no_one_else_can_change_it() {
     }
 }
 
-/// `ok/cache` (mode 755 in `ok`, 755) is refused while it or `ok` is group- or world-writable
-/// without the sticky bit, and used again when sticky, as `/tmp`.
+/// `ok/cache` is refused while it or `ok` is group- or world-writable without the sticky bit,
+/// and used again when sticky, as `/tmp` is.
 fn shared_modes_are_refused(t: &TempTree, uid: u32) {
     // Group- or world-writable without the sticky bit, the dir or one above it: refused (for a
     // group with other members: `users` here, which root can give; see the private group's test).

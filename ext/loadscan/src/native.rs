@@ -21,11 +21,13 @@ use crate::state::{self, try_state, try_synced, with_synced, Followed, COUNTERS}
 /// existing cache could not be used (for one warning).
 pub fn start(ruby: &Ruby, load_path: RArray, opts: RHash) -> Result<Option<String>, Error> {
     let start = options::parse(ruby, opts)?;
-    hooks::set(ruby, start.hooks)?;
     let (session, warning) = Session::start(start.settings, &NoGvl);
     let load_path = LoadPath::new(magnus::rb_sys::AsRawValue::as_raw(load_path));
     raise_pending()?;
     state::replace(Some(Followed { session, load_path }))?;
+    // Only once the new session is in place (an interrupted start changes nothing); no other
+    // Ruby thread runs in between, since the GVL is held from here on.
+    hooks::set(ruby, start.hooks)?;
     Ok(warning)
 }
 
