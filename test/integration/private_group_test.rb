@@ -1,13 +1,15 @@
 # frozen_string_literal: true
 
 require_relative "../test_helper"
+require_relative "../support/bundler_app"
 require "etc"
 
 # A developer's own account on Debian, Ubuntu or Fedora (issue 17): a private group per user and
 # umask 002, so `rails new` makes the app and its tmp/ mode 775. As such a user (made with
 # `useradd --user-group`, as those systems make every user), an app made that way uses its cache
 # in tmp/cache/loadscan with no warning; with tmp/ in a group the user shares with another, one
-# warning and no cache, and the boot is still stock's. Needs root to make the accounts and act
+# warning and no cache, and the boot is still stock's. The app boots through real Bundler
+# (`bundler/setup` with a Gemfile.lock), as config/boot.rb does. Needs root to make the accounts and act
 # as them (`setpriv`, as `as_nobody:` does).
 class PrivateGroupTest < Minitest::Test
   SETUP = Loadscan::TestSupport::RubyProcess::SETUP
@@ -41,10 +43,11 @@ class PrivateGroupTest < Minitest::Test
   # requires' results and $LOADED_FEATURES, and the cache's figures, as JSON.
   BOOT = <<~RUBY
     $LOAD_PATH.unshift(File.expand_path("../lib", __dir__), File.expand_path("../app/models", __dir__))
+    require "bundler/setup"
     require #{SETUP.inspect} unless ENV["LOADSCAN_TEST_STOCK"]
     results = %w[thing models/widget widget nope].map { |f| begin; require(f); rescue LoadError => e; e.message; end }
     require "json"
-    stats = defined?(Loadscan) && Loadscan.active? ? Loadscan.stats.slice(:roots_from_cache, :roots_scanned) : nil
+    stats = defined?(Loadscan) && Loadscan.active? ? Loadscan.stats.slice(:roots_from_cache, :roots_scanned, :hits) : nil
     features = $LOADED_FEATURES.reject { |f| f.start_with?(#{File.join(Loadscan::TestSupport::LIB, "loadscan").inspect}) }
     puts JSON.generate("results" => results, "features" => features, "stats" => stats)
   RUBY
@@ -56,6 +59,8 @@ class PrivateGroupTest < Minitest::Test
       staged = File.join(top, "staged")
       make_tree(staged, [["config/boot.rb", BOOT], ["lib/thing.rb", "THING = 1"], ["app/models/widget.rb", "WIDGET = 1"],
                          ["tmp/.keep", ""]])
+      File.write(File.join(staged, "Gemfile"), "source \"https://rubygems.org\"\n")
+      Loadscan::TestSupport::BundlerApp.bundle_lock(staged)
       FileUtils.chmod_R("a+rX", staged)
       home = File.join(top, "home")
       Dir.mkdir(home, 0o750)
@@ -71,7 +76,8 @@ class PrivateGroupTest < Minitest::Test
   end
 
   def boot(app, stock: false)
-    argv = ["env", *("LOADSCAN_TEST_STOCK=1" if stock), RbConfig.ruby, File.join(app, "config", "boot.rb")]
+    argv = ["env", "BUNDLE_GEMFILE=#{File.join(app, "Gemfile")}", *("LOADSCAN_TEST_STOCK=1" if stock), RbConfig.ruby,
+            File.join(app, "config", "boot.rb")]
     out, err, status = as_solo(*argv, chdir: app)
     assert status.success?, err
     [JSON.parse(out), err]
@@ -90,6 +96,16 @@ class PrivateGroupTest < Minitest::Test
       assert_equal Etc.getpwnam(SOLO).uid, File.stat(cache).uid
       assert_operator warm["stats"]["roots_from_cache"], :>=, 2, warm.inspect
       assert_equal 0, warm["stats"]["roots_scanned"], warm.inspect
+      assert_operator warm["stats"]["hits"], :>=, 3, "loadscan answered the app's requires under Bundler: #{warm.inspect}"
+      # The last boot's record beside it, and `Loadscan.clear_cache` (`rails loadscan:clear`),
+      # through the same checks of the 775 dirs.
+      last = File.join(File.dirname(cache), "last_boot.json")
+      assert_equal Etc.getpwnam(SOLO).uid, File.stat(last).uid
+      out, err, status = as_solo(RbConfig.ruby, "-I", Loadscan::TestSupport::LIB, "-rloadscan", "-e",
+                                 "puts Loadscan.clear_cache(ARGV[0])", File.dirname(cache), chdir: app)
+      assert status.success?, err
+      assert_empty err
+      assert_equal [cache, last].sort, out.lines.map(&:chomp).sort
     end
   end
 

@@ -97,7 +97,7 @@ fn the_cache_is_written_read_back_recorded_beside_and_cleared() {
     assert_eq!(s.save(&order, &InPlace), Saved::Clean);
     let counters = Counters::new();
     counters.count(&Resolved::Path(b"/x.rb".to_vec()));
-    let json = s.stats(&counters).last_boot_json(&[("program", loadscan_core::Json::Str(b"t".to_vec()))]);
+    let json = s.stats(&counters).last_boot_json(&[("program".into(), loadscan_core::Json::Str(b"t".to_vec()))]);
     s.cache().unwrap().record_last_boot(&json).unwrap();
     let recorded = std::fs::read_to_string(t.path("cache").join(LAST_BOOT_FILE)).unwrap();
     assert!(recorded.starts_with("{\"program\":\"t\",") && recorded.contains("\"hits\":1,"), "{recorded}");

@@ -9,6 +9,7 @@
 //! not share (small arrays are embedded), the elements are compared by identity.
 
 use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
 
 use loadscan_core::{Entries, Entry, ExpandedLoadPath};
 
@@ -34,14 +35,25 @@ struct Mirror {
 impl LoadPath {
     /// Follows the given array (`$LOAD_PATH`). Both it and the snapshot are kept across calls as
     /// raw `VALUE`s, so both are registered with the GC, which pins them: compaction (`GC.compact`,
-    /// `GC.auto_compact`) never moves them, so the pointers never dangle. `$LOAD_PATH` lives as
-    /// long as the VM, so pinning it keeps nothing alive that would otherwise be freed.
+    /// `GC.auto_compact`) never moves them, so the pointers never dangle. Each is registered
+    /// once per process, not once per `start`: `$LOAD_PATH` lives as long as the VM, and the
+    /// one hidden snapshot array serves every session (a new one expands every entry, and so
+    /// takes a new snapshot, before it compares anything).
     pub fn new(array: VALUE) -> Self {
-        unsafe { rb_sys::rb_gc_register_mark_object(array) };
+        static PINNED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+        static SNAPSHOT: OnceLock<usize> = OnceLock::new();
+        let mut pinned = PINNED.lock().unwrap_or_else(|p| p.into_inner());
+        if !pinned.contains(&(array as usize)) {
+            unsafe { rb_sys::rb_gc_register_mark_object(array) };
+            pinned.push(array as usize);
+        }
         // A hidden array (no class: invisible to ObjectSpace), made with public API only
         // (`rb_ary_tmp_new` was renamed in Ruby 3.2 and is not exported by 3.3).
-        let snapshot = unsafe { rb_sys::rb_obj_hide(rb_sys::rb_ary_new_capa(0)) };
-        unsafe { rb_sys::rb_gc_register_mark_object(snapshot) };
+        let snapshot = *SNAPSHOT.get_or_init(|| unsafe {
+            let snapshot = rb_sys::rb_obj_hide(rb_sys::rb_ary_new_capa(0));
+            rb_sys::rb_gc_register_mark_object(snapshot);
+            snapshot as usize
+        }) as VALUE;
         LoadPath { mirror: Mirror { array, snapshot }, expanded: ExpandedLoadPath::default() }
     }
 

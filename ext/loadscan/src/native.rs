@@ -47,7 +47,6 @@ pub fn save(ruby: &Ruby) -> Value {
 /// Integers and booleans) first, beside the cache. nil, or why it could not (a String).
 pub fn record_last_boot(ruby: &Ruby, fields: RHash) -> Result<Option<String>, Error> {
     let extra = convert::json_fields(ruby, fields)?;
-    let extra: Vec<(&str, _)> = extra.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     let written = try_state(|f| {
         let json = f.session.stats(&COUNTERS).last_boot_json(&extra);
         f.session.cache().map(|cache| loadscan_core::Blocking::run(&NoGvl, || cache.record_last_boot(&json)))

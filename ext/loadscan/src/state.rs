@@ -156,11 +156,11 @@ fn sync(followed: &mut Followed) -> Result<bool, Error> {
     let started = Instant::now();
     let order = match followed.load_path.poll() {
         Ok(None) => return Ok(true),
-        Ok(Some(entries)) => entries.to_vec(),
+        Ok(Some(entries)) => entries,
         Err(Polled::Opaque) => return Ok(false),
         Err(Polled::Raised(e)) => return Err(e),
     };
-    followed.session.sync(&order, started.elapsed(), &NoGvl);
+    followed.session.sync(order, started.elapsed(), &NoGvl);
     Ok(true)
 }
 

@@ -17,7 +17,7 @@ pub enum Json {
 
 impl Stats {
     /// The record: `extra`'s fields first, then every figure of [`Stats::fields`].
-    pub fn last_boot_json(&self, extra: &[(&str, Json)]) -> Vec<u8> {
+    pub fn last_boot_json(&self, extra: &[(String, Json)]) -> Vec<u8> {
         let mut out = String::from("{");
         let field = |out: &mut String, name: &str| {
             if out.len() > 1 {
@@ -94,8 +94,10 @@ mod tests {
             timings: Timings::default(),
             lazy: LazyStats::default(),
         };
-        let json =
-            stats.last_boot_json(&[("program", Json::Str(b"bin/\"x\"\n\xff".to_vec())), ("engaged", Json::Bool(true))]);
+        let json = stats.last_boot_json(&[
+            ("program".into(), Json::Str(b"bin/\"x\"\n\xff".to_vec())),
+            ("engaged".into(), Json::Bool(true)),
+        ]);
         let json = String::from_utf8(json).unwrap();
         assert!(
             json.starts_with("{\"program\":\"bin/\\\"x\\\"\\u000a\u{fffd}\",\"engaged\":true,\"roots_scanned\":3,"),
