@@ -65,6 +65,10 @@ module Bench
         require "bundler/setup" # Set up gems listed in the Gemfile.
         require #{File.join(lib, "loadscan", "setup").inspect} if ENV["BENCH_LOADSCAN"] == "1"
         require "bootsnap/setup" unless ENV["BENCH_BOOTSNAP"] == "0" # Speed up boot time by caching expensive operations.
+        if (age = ENV["BENCH_BOOTSNAP_AGE"]) && defined?(Bootsnap::LoadPathCache) && Bootsnap::LoadPathCache.enabled?
+          Bootsnap::LoadPathCache::Cache.send(:remove_const, :AGE_THRESHOLD)
+          Bootsnap::LoadPathCache::Cache.const_set(:AGE_THRESHOLD, Integer(age))
+        end
       RUBY
     end
 
@@ -103,11 +107,18 @@ module Bench
 
     def load_report(out) = Marshal.load(File.binread(out)) # rubocop:disable Security/MarshalLoad
 
+    # In development mode Bootsnap's load-path cache rebuilds itself when it is older than
+    # AGE_THRESHOLD (30 s of the process's life, by the monotonic clock) at a `require`: a boot
+    # never lives that long, but under callgrind, some 50 times slower, one does, and rebuilt the
+    # cache once to three times at random points (counts 2,263–2,299 M, allocations differing by
+    # 1,700 objects, where loadscan's boot repeats to 0.01%). Counted boots raise the limit to an hour.
+    PIN_BOOTSNAP_AGE = { "BENCH_BOOTSNAP_AGE" => "3600" }.freeze
+
     # {name => {instructions:, report:}} of one warm run of each variant under callgrind (`jobs` at
     # a time), with the GC counts of that very run.
     def instructions(variants, tag, jobs:)
       outs = variants.to_h { |v| [v.name, report_path(v, "#{tag}-callgrind")] }
-      counted = variants.map { |v| v.dup.tap { |c| c.env = v.env.merge(report_env(outs[v.name], false)) } }
+      counted = variants.map { |v| v.dup.tap { |c| c.env = v.env.merge(report_env(outs[v.name], false), PIN_BOOTSNAP_AGE) } }
       counts = Instructions.count_all(counted, "rails-#{tag}", jobs: jobs)
       counts.to_h { |name, n| [name, { instructions: n, report: load_report(outs[name]) }] }
     end
