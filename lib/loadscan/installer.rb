@@ -90,7 +90,7 @@ module Loadscan
       SIGNALS.each { |sig| handlers[sig] = Signal.trap(sig) { caught << sig } } if Thread.current == Thread.main
       yield
     ensure
-      handlers.each { |sig, handler| Signal.trap(sig, handler || "SYSTEM_DEFAULT") }
+      handlers.each { |sig, handler| Signal.trap(sig, handler || "DEFAULT") }
       caught.uniq.each { |sig| Process.kill(sig, Process.pid) }
     end
 
