@@ -33,7 +33,10 @@ module Loadscan
         RubyVM::InstructionSequence.compile(text, rel)
         nil
       rescue SyntaxError => e
-        e.message.lines.map(&:strip).reject(&:empty?).first(2).join(": ")
+        # parse.y's one line, or Prism's first line and the message under its first caret.
+        lines = e.message.lines.map(&:strip)
+        caret = lines.find { |l| l.match?(/\A\|\s*\^/) }
+        caret ? "#{lines.first}: #{caret.sub(/\A\|\s*\^~*\s*/, "")}" : lines.first
       ensure
         $VERBOSE = verbose
       end
