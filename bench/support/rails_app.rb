@@ -12,16 +12,16 @@ module Bench
   # tmp/bench/fixtures/ruby-<minor>/rails81, booted four ways by `bin/rails runner`:
   # - stock: no Bootsnap, no loadscan (config/boot.rb's `require "bootsnap/setup"` skipped);
   # - bootsnap: the app as generated (Bootsnap's load-path cache and compile cache);
-  # - loadscan+compile_cache: loadscan set up after Bundler, then `require "bootsnap/setup"` with
-  #   DISABLE_BOOTSNAP_LOAD_PATH_CACHE=1 (Bootsnap's compile cache only: what `loadscan install`
-  #   makes of a generated app);
+  # - loadscan+compile_cache: what `loadscan install` makes of a generated app (README, "Coming
+  #   from Bootsnap"): loadscan set up after Bundler, `ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||=
+  #   "1"`, then `require "bootsnap/setup"` (Bootsnap's compile cache only);
   # - loadscan: loadscan alone (Bootsnap's line skipped).
   # Each has its own cache dirs, kept between runs (warm once filled).
   module RailsApp
     BOOTS = {
       "stock" => { "BENCH_BOOTSNAP" => "0" },
       "bootsnap" => {},
-      "loadscan+compile_cache" => { "BENCH_LOADSCAN" => "1", "DISABLE_BOOTSNAP_LOAD_PATH_CACHE" => "1" },
+      "loadscan+compile_cache" => { "BENCH_LOADSCAN" => "1" },
       "loadscan" => { "BENCH_LOADSCAN" => "1", "BENCH_BOOTSNAP" => "0" },
     }.freeze
     LABELS = { "stock" => "stock", "bootsnap" => "Bootsnap (full)",
@@ -52,8 +52,9 @@ module Bench
 
     def caches = File.join(Fixtures::DIR, "rails81-caches")
 
-    # The generated config/boot.rb with loadscan's line where `loadscan install` puts it (after
-    # Bundler's; loadscan from this checkout, or BENCH_LOADSCAN_LIB), and the report hook first.
+    # The generated config/boot.rb with loadscan's lines as `loadscan install` writes them (after
+    # Bundler's; loadscan from this checkout, or BENCH_LOADSCAN_LIB, by absolute path: the app's
+    # Gemfile does not name it), when BENCH_LOADSCAN=1, and the report hook first.
     def write_boot
       lib = ENV["BENCH_LOADSCAN_LIB"].to_s.empty? ? File.join(ROOT, "lib") : ENV["BENCH_LOADSCAN_LIB"]
       File.write(File.join(DIR, "config", "boot.rb"), <<~RUBY)
@@ -63,7 +64,10 @@ module Bench
         ENV["BUNDLE_GEMFILE"] ||= File.expand_path("../Gemfile", __dir__)
 
         require "bundler/setup" # Set up gems listed in the Gemfile.
-        require #{File.join(lib, "loadscan", "setup").inspect} if ENV["BENCH_LOADSCAN"] == "1"
+        if ENV["BENCH_LOADSCAN"] == "1"
+          require #{File.join(lib, "loadscan", "setup").inspect}
+          ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache
+        end
         require "bootsnap/setup" unless ENV["BENCH_BOOTSNAP"] == "0" # Speed up boot time by caching expensive operations.
         if (age = ENV["BENCH_BOOTSNAP_AGE"]) && defined?(Bootsnap::LoadPathCache) && Bootsnap::LoadPathCache.enabled?
           Bootsnap::LoadPathCache::Cache.send(:remove_const, :AGE_THRESHOLD)
