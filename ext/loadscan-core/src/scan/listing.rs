@@ -132,6 +132,41 @@ pub enum ProblemKind {
     CaseFolding,
 }
 
+impl ProblemKind {
+    /// Every kind (`Loadscan::Native::PROBLEM_KINDS` names them).
+    pub const ALL: [ProblemKind; 7] = [
+        ProblemKind::Loop,
+        ProblemKind::Dangling,
+        ProblemKind::Unreadable,
+        ProblemKind::TooLarge,
+        ProblemKind::Vanished,
+        ProblemKind::Failed,
+        ProblemKind::CaseFolding,
+    ];
+
+    /// Its name in `Loadscan.problems` (a Symbol there).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProblemKind::Loop => "loop",
+            ProblemKind::Dangling => "dangling",
+            ProblemKind::Unreadable => "unreadable",
+            ProblemKind::TooLarge => "too_large",
+            ProblemKind::Vanished => "vanished",
+            ProblemKind::Failed => "failed",
+            ProblemKind::CaseFolding => "case_folding",
+        }
+    }
+
+    /// Whether it is worth a warning: a dangling symlink is harmless (Ruby cannot open it
+    /// either) and a directory whose names fold case is a setup, not a fault, so those stay
+    /// quiet (`loadscan problems` and `doctor` still list them); loops and unreadable,
+    /// vanished or oversized directories mean slower, Ruby-answered requires below them
+    /// (`Loadscan::Native::QUIET_PROBLEM_KINDS` names the quiet ones).
+    pub fn warns(self) -> bool {
+        !matches!(self, ProblemKind::Dangling | ProblemKind::CaseFolding)
+    }
+}
+
 /// Something the scanner noticed and worked around. Carries the path and the I/O error.
 #[derive(Debug)]
 pub struct ScanProblem {
