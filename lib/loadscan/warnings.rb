@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "native"
+
 module Loadscan
   # Every warning loadscan prints goes through here: each kind at most once per process.
   module Warnings
@@ -18,7 +20,8 @@ module Loadscan
       # nobody; loops and unreadable or oversized directories mean slower, Ruby-answered
       # requires below them.
       def scan_problems(problems)
-        problems = problems.reject { |kind, _| Native::QUIET_PROBLEM_KINDS.include?(kind) }.map { |_, message| message }
+        quiet = ::Loadscan::Native::QUIET_PROBLEM_KINDS
+        problems = problems.reject { |kind, _| quiet.include?(kind) }.map { |_, message| message }
         return if problems.empty?
 
         shown = problems.first(3).join("; ")
