@@ -240,3 +240,18 @@ impl Listing {
         self.deferred.dedup();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ProblemKind;
+
+    #[test]
+    fn problem_kinds_have_distinct_names_and_only_harmless_ones_are_quiet() {
+        let mut names: Vec<_> = ProblemKind::ALL.iter().map(|k| k.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ProblemKind::ALL.len());
+        let quiet: Vec<_> = ProblemKind::ALL.into_iter().filter(|k| !k.warns()).map(|k| k.name()).collect();
+        assert_eq!(quiet, ["dangling", "case_folding"]);
+    }
+}

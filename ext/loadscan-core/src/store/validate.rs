@@ -125,3 +125,17 @@ pub fn check_root(snapshot: &Snapshot, root: &RootView<'_>, volatile: bool, mode
         Freshness::Refresh(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Validation;
+
+    #[test]
+    fn each_validation_is_found_by_its_name_and_mtime_is_the_default() {
+        for v in Validation::ALL {
+            assert_eq!(Validation::named(v.name()), Some(v));
+        }
+        assert_eq!(Validation::ALL[0], Validation::default());
+        assert_eq!(Validation::named("MTIME"), None, "Ruby downcases first");
+    }
+}
