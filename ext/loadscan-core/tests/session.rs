@@ -34,12 +34,21 @@ fn started(order: &[PathBuf], cache: Option<CacheFile>) -> (Session, LoadPath) {
 
 /// The answer for a file found.
 fn file(want: Want, path: PathBuf, kind: Kind) -> Result<Answer, Reason> {
-    Ok(Answer { want, file: Some(FoundFile { path: path.into_os_string().into_encoded_bytes(), kind }) })
+    Ok(Answer {
+        want,
+        file: Some(FoundFile { path: path.into_os_string().into_encoded_bytes(), kind }),
+        maybe_linked_in: false,
+    })
 }
 
 /// The answer for a sure miss.
+/// No entry has it, and Ruby's table of extensions without a file may: Ruby must tell.
+fn maybe_linked_in(want: Want) -> Result<Answer, Reason> {
+    Ok(Answer { want, file: None, maybe_linked_in: true })
+}
+
 fn sure_miss(want: Want) -> Result<Answer, Reason> {
-    Ok(Answer { want, file: None })
+    Ok(Answer { want, file: None, maybe_linked_in: false })
 }
 
 /// Sets the mtime of `dir` and every directory below it an hour back: a directory listed within
@@ -94,8 +103,8 @@ fn a_miss_ruby_may_provide_without_a_file_is_sure_once_ruby_said_so_and_the_cach
     let (mut s, _) = started(&order, Some(cache_in(&t)));
     // Ruby's table of extensions without a file (Prism's `prism/prism.so`, every extension of
     // a static build) may hold a bare or native spelling: only Ruby's search can tell.
-    assert_eq!(s.find(b"prism/prism", &InPlace), Err(Reason::Missing));
-    assert_eq!(s.find(b"zlib.so", &InPlace), Err(Reason::Missing));
+    assert_eq!(s.find(b"prism/prism", &InPlace), maybe_linked_in(Want::Bare));
+    assert_eq!(s.find(b"zlib.so", &InPlace), maybe_linked_in(Want::Ext));
     // The table is never asked for a `.rb` spelling.
     assert_eq!(s.find(b"zlib.rb", &InPlace), sure_miss(Want::Rb));
     // Ruby's own search raised LoadError for these spellings: their misses are sure now, and
@@ -103,13 +112,13 @@ fn a_miss_ruby_may_provide_without_a_file_is_sure_once_ruby_said_so_and_the_cach
     s.learn_not_linked_in(b"zlib.so");
     s.learn_not_linked_in(b"zlib.rb");
     assert_eq!(s.find(b"zlib.so", &InPlace), sure_miss(Want::Ext));
-    assert_eq!(s.find(b"zlib", &InPlace), Err(Reason::Missing));
-    assert_eq!(s.find(b"prism/prism", &InPlace), Err(Reason::Missing));
+    assert_eq!(s.find(b"zlib", &InPlace), maybe_linked_in(Want::Bare));
+    assert_eq!(s.find(b"prism/prism", &InPlace), maybe_linked_in(Want::Bare));
     // Learning makes the cache worth writing; the next boot of this Ruby knows it.
     assert_eq!(s.save(&InPlace), Saved::Written);
     let (mut warm, _) = started(&order, Some(cache_in(&t)));
     assert_eq!(warm.find(b"zlib.so", &InPlace), sure_miss(Want::Ext));
-    assert_eq!(warm.find(b"zlib", &InPlace), Err(Reason::Missing));
+    assert_eq!(warm.find(b"zlib", &InPlace), maybe_linked_in(Want::Bare));
     // Learning what it knows changes nothing to write.
     warm.learn_not_linked_in(b"zlib.so");
     assert_eq!(warm.save(&InPlace), Saved::Clean);
@@ -126,7 +135,7 @@ fn a_boot_follows_load_path_saves_and_records_its_figures_and_the_next_one_start
     let mut load_path = LoadPath::new(&[t.path("lib")]);
     s.sync(&mut load_path, &InPlace).unwrap();
     assert_eq!(s.find(b"a/b", &InPlace), file(Want::Bare, t.path("lib/a/b.rb"), Kind::Rb));
-    assert_eq!(s.find(b"g", &InPlace), Err(Reason::Missing));
+    assert_eq!(s.find(b"g", &InPlace), maybe_linked_in(Want::Bare));
     load_path.unshift(t.path("gem/lib").as_os_str().as_encoded_bytes());
     s.sync(&mut load_path, &InPlace).unwrap();
     assert_eq!(s.find(b"g", &InPlace), file(Want::Bare, t.path("gem/lib/g.rb"), Kind::Rb));
@@ -147,7 +156,7 @@ fn a_boot_follows_load_path_saves_and_records_its_figures_and_the_next_one_start
     assert_eq!((stats.roots_from_cache, stats.roots_scanned), (2, 0));
     assert_eq!(warm.find(b"a/b", &InPlace), file(Want::Bare, t.path("lib/a/b.rb"), Kind::Rb));
     assert_eq!(warm.find(b"g", &InPlace), file(Want::Bare, t.path("gem/lib/g.rb"), Kind::Rb));
-    assert_eq!(warm.find(b"a/nope", &InPlace), Err(Reason::Missing));
+    assert_eq!(warm.find(b"a/nope", &InPlace), maybe_linked_in(Want::Bare));
     let removed = cache_in(&t).clear().unwrap();
     assert_eq!(removed, vec![t.path("cache").join(CACHE_FILE), t.path("cache").join(LAST_BOOT_FILE)]);
     assert_eq!(std::fs::read_dir(t.path("cache")).unwrap().count(), 0);

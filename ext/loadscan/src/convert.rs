@@ -84,8 +84,8 @@ pub fn feature_path(ruby: &Ruby, found: Option<Result<Answer, Reason>>, feature:
             let pair = [kind_symbol(ruby, kind).as_value(), path_string(ruby, &path, feature).as_value()];
             Some(ruby.ary_new_from_values(&pair).as_value())
         }
-        Ok(Answer { file: None, .. }) => Some(ruby.qnil().as_value()),
-        Err(_) => None,
+        Ok(Answer { file: None, maybe_linked_in: false, .. }) => Some(ruby.qnil().as_value()),
+        Ok(Answer { file: None, maybe_linked_in: true, .. }) | Err(_) => None,
     }
 }
 

@@ -113,7 +113,7 @@ pub fn resolve<E>(
     if feature == PROBE {
         return Ok(Resolved::Probe);
     }
-    let Answer { want, file } = match find()? {
+    let Answer { want, file, maybe_linked_in } = match find()? {
         Ok(answer) => answer,
         Err(reason) => return Ok(Resolved::Defer(reason)),
     };
@@ -136,6 +136,9 @@ pub fn resolve<E>(
     }
     let answer = match (provided(feature)?, want, file) {
         (Some(false), _, Some(p)) => Resolved::Path(p),
+        // No entry has it: Ruby's `LoadError`, unless its table of extensions without a file
+        // may still provide it (then only Ruby's search can tell).
+        (Some(false), _, None) if maybe_linked_in => Resolved::Defer(Reason::Missing),
         (Some(false), _, None) => Resolved::Missing,
         // Being loaded (by this thread: a circular require; or by another). For a bare feature
         // Ruby's own `require` then searches anyway (`rb_feature_p` gives no type for it) and
@@ -208,11 +211,16 @@ mod tests {
     }
 
     fn at(want: Want, kind: Kind) -> Result<Answer, Reason> {
-        Ok(Answer { want, file: Some(FoundFile { path: FILE.to_vec(), kind }) })
+        Ok(Answer { want, file: Some(FoundFile { path: FILE.to_vec(), kind }), maybe_linked_in: false })
     }
 
     fn sure_miss(want: Want) -> Result<Answer, Reason> {
-        Ok(Answer { want, file: None })
+        Ok(Answer { want, file: None, maybe_linked_in: false })
+    }
+
+    /// No entry has it, and Ruby's table of extensions without a file may.
+    fn maybe_linked_in(want: Want) -> Result<Answer, Reason> {
+        Ok(Answer { want, file: None, maybe_linked_in: true })
     }
 
     #[test]
@@ -224,6 +232,13 @@ mod tests {
             ("foo", at(Want::Bare, Kind::Rb), Ruby { feature: NOT, file: NOT }, path()),
             ("foo.so", at(Want::Ext, Kind::Ext), Ruby { feature: NOT, file: NOT }, path()),
             ("foo", sure_miss(Want::Bare), Ruby { feature: NOT, file: NOT }, Resolved::Missing),
+            // No entry has it and Ruby's table of extensions without a file may: Ruby searches,
+            // unless it is provided already (`thread`, `fiber.so`: false, as Ruby answers first).
+            ("foo", maybe_linked_in(Want::Bare), Ruby { feature: NOT, file: NOT }, Resolved::Defer(Reason::Missing)),
+            ("foo.so", maybe_linked_in(Want::Ext), Ruby { feature: NOT, file: NOT }, Resolved::Defer(Reason::Missing)),
+            ("thread", maybe_linked_in(Want::Bare), Ruby { feature: YES, file: NOT }, Resolved::Loaded),
+            ("fiber.so", maybe_linked_in(Want::Ext), Ruby { feature: YES, file: NOT }, Resolved::Loaded),
+            ("foo", maybe_linked_in(Want::Bare), Ruby { feature: LOADING, file: NOT }, Resolved::Defer(Reason::Loaded)),
             // Provided, spelled with its extension: false.
             ("foo.rb", at(Want::Rb, Kind::Rb), Ruby { feature: YES, file: NOT }, Resolved::Loaded),
             ("foo.so", sure_miss(Want::Ext), Ruby { feature: YES, file: NOT }, Resolved::Loaded),

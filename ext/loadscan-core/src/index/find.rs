@@ -9,14 +9,19 @@ use crate::relpath;
 use crate::scan::{list_deferred, DirRecord, Kind};
 use crate::store::stamp_differs;
 
-/// What [`Index::find`] answers when the index is sure: how the feature was spelled, and the
-/// file Ruby's search would load, or `None` for a *sure miss* (Ruby's `LoadError`).
+/// What [`Index::find`] answers when the index is sure of every entry: how the feature was
+/// spelled, and the file Ruby's search would load, or `None` when no entry has it — a *sure
+/// miss* (Ruby's `LoadError`) unless `maybe_linked_in`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
     /// The spelling: bare, `.rb` or the native extension.
     pub want: Want,
-    /// The file, or `None` for a sure miss.
+    /// The file, or `None` when no entry has it.
     pub file: Option<FoundFile>,
+    /// No entry has it, and Ruby's table of extensions it provides without a file may (a
+    /// spelling Ruby has not said it lacks, `linked_in`): unless the feature is provided already,
+    /// only Ruby's search can tell.
+    pub maybe_linked_in: bool,
 }
 
 /// A file [`Index::find`] found: the live root joined with the query's canonical stem.
@@ -42,10 +47,8 @@ impl Index {
         let searches = [Some(&q), bare.as_ref()].into_iter().flatten();
         let found = settle_in_turn(searches, |s| self.find_one(s, blocking))?;
         // Ruby asks its table only once every search missed every entry.
-        if found.is_none() && self.not_linked_in.may_hold(feature, q.want) {
-            return Err(Reason::Missing);
-        }
-        Ok(Answer { want: q.want, file: found })
+        let maybe_linked_in = found.is_none() && self.not_linked_in.may_hold(feature, q.want);
+        Ok(Answer { want: q.want, file: found, maybe_linked_in })
     }
 
     /// One search of [`Index::find`]: the file, `None` for a miss every entry is sure of, or why
