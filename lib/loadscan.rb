@@ -94,10 +94,10 @@ module Loadscan
     end
 
     # GC deferred from now until the boot ends (unless `gc: false`), up to the objects the last
-    # boot had allocated when it ended (its record beside the cache says).
+    # boot of this program had allocated when its boot ended (its record beside the cache says).
     private def start_boot_gc(config)
       require_relative "loadscan/boot_gc"
-      BootGC.start(defer: config.gc, mark: config.gc && config.cache_dir && LastBoot.gc_mark(config.cache_dir))
+      BootGC.start(defer: config.gc, mark: config.gc && config.cache_dir && LastBoot.gc_mark(config.cache_dir, BootGC.key))
     end
 
     # What the index is built from: settings that differ mean another index.

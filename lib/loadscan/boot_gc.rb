@@ -7,8 +7,8 @@ module Loadscan
   #   rails      Rails' after_initialize (the railtie), or the watchdog seeing
   #              `Rails.application.initialized?`
   #   booted     `Loadscan.booted!` (programs that are not Rails apps)
-  #   allocated  the boot has allocated as many objects as the last boot had at its end (the
-  #              last boot's record beside the cache says how many)
+  #   allocated  the boot has allocated as many objects as the last boot of the same program
+  #              had when its boot ended (the last boot's record beside the cache says how many)
   #   fork       a `fork` (the parent's boot ends before it) or `Process.daemon`
   #   cap        the budget runs (below) together found CAP of growth: no boot allocates that much
   #   time       MAX_SECONDS after setup
@@ -66,16 +66,21 @@ module Loadscan
       end
     end
 
+    # The ends that say where the program's boot ended: the next boot's mark.
+    SIGNALS = %i[rails booted exit].freeze
+
     @lock = Thread::Mutex.new
 
     class << self
       # Starts deferring GC (when `defer`), or only watching for the boot's end, for its figures.
-      # `mark`: the objects the last boot had allocated at its end (nil when unknown). Once per process.
+      # `mark`: the objects the last boot of this program had allocated when its boot ended (nil
+      # when unknown). Once per process.
       def start(defer:, mark: nil)
         return if @setup
 
         @setup = snapshot
         @mark = mark
+        @boot_end = nil
         @budget_runs = 0
         @grown = 0
         @app_disabled = false
@@ -94,11 +99,21 @@ module Loadscan
 
       def deferring? = @deferring == true
 
+      # Which program this is, as the next boot's mark is kept for: its name and first argument
+      # (`bin/rails server` and `bin/rails -T` end their boots at different points), hashed.
+      def key
+        @key ||= Native.stable_hash("#{$PROGRAM_NAME}\0#{ARGV.first}")
+      end
+
       # Ends the boot (`why`: one of the ends above). GC is enabled again unless the app disabled
       # it. Returns true if the boot ended now, false if it had ended already or never started.
       def finish(why)
         ended, watchdog = locked do
-          next false if @setup.nil? || @ended
+          next false if @setup.nil?
+
+          # Where the program's own boot ended (the next boot's mark), even after the deferral did.
+          @boot_end ||= GC.stat(:total_allocated_objects) if SIGNALS.include?(why)
+          next false if @ended
 
           @ended = snapshot.merge(why: why.to_s)
           next true unless @deferring
@@ -141,7 +156,9 @@ module Loadscan
           runs_after_boot: @ended ? GC.count - @ended[:count] : 0,
           runs: at_end[:count], minor: at_end[:minor], major: at_end[:major], time_ms: at_end[:time_ms],
           runs_before_setup: @setup[:count], time_ms_before_setup: @setup[:time_ms], budget_runs: @budget_runs,
+          malloc_increase_before_setup: @setup[:malloc],
           allocated_objects: at_end[:allocated], allocated_objects_before_setup: @setup[:allocated],
+          boot_key: BootGC.key, boot_end_objects: @boot_end,
           malloc_increase: at_end[:malloc], oldmalloc_increase: at_end[:oldmalloc], old_objects: at_end[:old_objects],
           last_gc_by: at_end[:gc_by], last_major_by: at_end[:major_by],
           heaps: at_end[:heaps].each_with_index.map { |h, i| h.merge(allocated_before_setup: @setup[:heaps].dig(i, :allocated)) } }

@@ -35,14 +35,14 @@ module Loadscan
         nil
       end
 
-      # The objects the last boot had allocated when it ended (its GC figures), or nil: read at
-      # setup, as `read` trusts the file, but silently and without JSON (which the app may not
-      # load). A boot that ended at its cap (one that never ended on its own) gives no mark.
-      def gc_mark(dir)
+      # The objects the last boot had allocated when its boot ended (its GC figures), if it was
+      # the program `key` names (Loadscan::BootGC.key); else nil. Read at setup, trusted as `read`
+      # trusts the file, but silently and without JSON (which the app may not load).
+      def gc_mark(dir, key)
         text = open(File.join(dir, Native::CACHE_FILES.fetch(1))) { |f| refusal(f.stat) ? "" : f.read(MAX_BYTES + 1) }
-        return nil if text.bytesize > MAX_BYTES || text.match?(/"ended_by":"(?:cap|time|watchdog)"/)
+        return nil if text.bytesize > MAX_BYTES || text[/"boot_key":"(\h+)"/, 1] != key
 
-        text[/"allocated_objects":(\d+)/, 1]&.to_i
+        text[/"boot_end_objects":(\d+)/, 1]&.to_i
       rescue SystemCallError, IOError
         nil
       end

@@ -159,8 +159,10 @@ class BootGCTest < Minitest::Test
     Dir.mktmpdir("loadscan-cache") do |cache|
       env = { "LOADSCAN_CACHE_DIR" => cache }
       first = boot("report(gc_figures)", env: env)
-      assert_equal "exit", JSON.parse(File.read(File.join(cache, "last_boot.json"))).dig("gc", "ended_by")
-      mark = first[:allocated_objects]
+      recorded = JSON.parse(File.read(File.join(cache, "last_boot.json"))).fetch("gc")
+      assert_equal "exit", recorded["ended_by"]
+      mark = recorded["boot_end_objects"]
+      assert_operator mark, :>=, first[:allocated_objects]
       body = <<~RUBY
         runs = runs_while_allocating(#{20 * mark})
         report(gc_figures.merge(runs: runs))
@@ -223,7 +225,9 @@ class BootGCTest < Minitest::Test
       assert_operator gc["runs_after_boot"], :>, 1
       assert_operator gc["heaps"].size, :>=, 1
       gc["heaps"].each { |heap| assert_operator heap["live"], :<=, heap["allocated"], heap.inspect }
-      assert_equal gc["allocated_objects"], Loadscan::LastBoot.gc_mark(cache)
+      assert_operator gc["boot_end_objects"], :<, gc["allocated_objects"] + 1000, "recorded at booted!"
+      assert_equal gc["boot_end_objects"], Loadscan::LastBoot.gc_mark(cache, gc["boot_key"])
+      assert_nil Loadscan::LastBoot.gc_mark(cache, "another program")
     end
   end
 end
