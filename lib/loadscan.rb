@@ -97,7 +97,11 @@ module Loadscan
     # boot of this program had allocated when its boot ended (its record beside the cache says).
     private def start_boot_gc(config)
       require_relative "loadscan/boot_gc"
-      BootGC.start(defer: config.gc, mark: config.gc && config.cache_dir && LastBoot.gc_mark(config.cache_dir, BootGC.key))
+      mark = if config.gc && config.cache_dir
+               require_relative "loadscan/last_boot" # not through `require` (the autoload): not a require of the app's
+               LastBoot.gc_mark(config.cache_dir, BootGC.key)
+             end
+      BootGC.start(defer: config.gc, mark: mark)
     end
 
     # What the index is built from: settings that differ mean another index.

@@ -38,7 +38,8 @@ module Loadscan
       settings = heap_settings
       measured = boot(settings.merge("RUBY_GC_MALLOC_LIMIT" => UNREACHED.to_s))
       malloc = measured && malloc_needed(measured)
-      settings["RUBY_GC_MALLOC_LIMIT"] = round_up(malloc * MARGIN, 1 << 20).to_s if malloc && malloc > DEFAULT_MALLOC_LIMIT * 0.8
+      limit = malloc && round_up(malloc * MARGIN, 1 << 20)
+      settings["RUBY_GC_MALLOC_LIMIT"] = limit.to_s if limit && limit > DEFAULT_MALLOC_LIMIT
       with = boot(settings)
       { "part" => deferred? ? "before setup" : "boot", "last_runs" => runs(@gc), "settings" => settings,
         "with_settings" => with && with["gc"].slice("runs", "runs_before_setup", "minor", "major", "time_ms", "ended_by") }
