@@ -8,7 +8,8 @@ module Loadscan
   #              `Rails.application.initialized?`
   #   booted     `Loadscan.booted!` (programs that are not Rails apps)
   #   allocated  the boot has allocated as many objects as the last boot of the same program
-  #              had when its boot ended (the last boot's record beside the cache says how many)
+  #              had when it exited, if that boot never said it had booted (a script, `rake -T`:
+  #              the last boot's record beside the cache says how many)
   #   fork       a `fork` (the parent's boot ends before it) or `Process.daemon`
   #   cap        the budget runs (below) together found CAP of growth: no boot allocates that much
   #   time       MAX_SECONDS after setup
@@ -66,7 +67,8 @@ module Loadscan
       end
     end
 
-    # The ends that say where the program's boot ended: the next boot's mark.
+    # The ends that say where the program's boot ended (the next boot of a program that only
+    # exited ends at its mark; one that said it had booted will say so again).
     SIGNALS = %i[rails booted exit].freeze
 
     @lock = Thread::Mutex.new
@@ -112,7 +114,7 @@ module Loadscan
           next false if @setup.nil?
 
           # Where the program's own boot ended (the next boot's mark), even after the deferral did.
-          @boot_end ||= GC.stat(:total_allocated_objects) if SIGNALS.include?(why)
+          @boot_end ||= [GC.stat(:total_allocated_objects), why.to_s] if SIGNALS.include?(why)
           next false if @ended
 
           @ended = snapshot.merge(why: why.to_s)
@@ -158,7 +160,7 @@ module Loadscan
           runs_before_setup: @setup[:count], time_ms_before_setup: @setup[:time_ms], budget_runs: @budget_runs,
           malloc_increase_before_setup: @setup[:malloc],
           allocated_objects: at_end[:allocated], allocated_objects_before_setup: @setup[:allocated],
-          boot_key: BootGC.key, boot_end_objects: @boot_end,
+          boot_key: BootGC.key, boot_end_objects: @boot_end&.first, boot_end_by: @boot_end&.last,
           malloc_increase: at_end[:malloc], oldmalloc_increase: at_end[:oldmalloc], old_objects: at_end[:old_objects],
           last_gc_by: at_end[:gc_by], last_major_by: at_end[:major_by],
           heaps: at_end[:heaps].each_with_index.map { |h, i| h.merge(allocated_before_setup: @setup[:heaps].dig(i, :allocated)) } }

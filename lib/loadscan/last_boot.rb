@@ -35,12 +35,13 @@ module Loadscan
         nil
       end
 
-      # The objects the last boot had allocated when its boot ended (its GC figures), if it was
-      # the program `key` names (Loadscan::BootGC.key); else nil. Read at setup, trusted as `read`
-      # trusts the file, but silently and without JSON (which the app may not load).
+      # The objects the last boot had allocated when it exited (its GC figures), if it was the
+      # program `key` names (Loadscan::BootGC.key) and it never said it had booted (then the
+      # next boot will say so again); else nil. Read at setup, trusted as `read` trusts the file,
+      # but silently and without JSON (which the app may not load).
       def gc_mark(dir, key)
         text = open(File.join(dir, Native::CACHE_FILES.fetch(1))) { |f| refusal(f.stat) ? "" : f.read(MAX_BYTES + 1) }
-        return nil if text.bytesize > MAX_BYTES || text[/"boot_key":"(\h+)"/, 1] != key
+        return nil if text.bytesize > MAX_BYTES || text[/"boot_key":"(\h+)"/, 1] != key || !text.include?('"boot_end_by":"exit"')
 
         text[/"boot_end_objects":(\d+)/, 1]&.to_i
       rescue SystemCallError, IOError

@@ -225,7 +225,13 @@ class BootGCTest < Minitest::Test
       assert_operator gc["runs_after_boot"], :>, 1
       assert_operator gc["heaps"].size, :>=, 1
       gc["heaps"].each { |heap| assert_operator heap["live"], :<=, heap["allocated"], heap.inspect }
+      assert_equal "booted", gc["boot_end_by"]
       assert_operator gc["boot_end_objects"], :<, gc["allocated_objects"] + 1000, "recorded at booted!"
+      # A program that says it has booted will say so again: no mark for it.
+      assert_nil Loadscan::LastBoot.gc_mark(cache, gc["boot_key"])
+      boot("runs_while_allocating\nreport(nil)", env: { "LOADSCAN_CACHE_DIR" => cache })
+      gc = JSON.parse(File.read(File.join(cache, "last_boot.json"))).fetch("gc")
+      assert_equal "exit", gc["boot_end_by"]
       assert_equal gc["boot_end_objects"], Loadscan::LastBoot.gc_mark(cache, gc["boot_key"])
       assert_nil Loadscan::LastBoot.gc_mark(cache, "another program")
     end

@@ -198,9 +198,7 @@ fn json_value(ruby: &Ruby, value: Value, depth: usize) -> Result<Json, Error> {
         Json::Int(i64::try_convert(value)?)
     } else if value.is_kind_of(ruby.class_float()) {
         Json::Float(f64::try_convert(value)?)
-    } else if value.is_nil() {
-        Json::Null
-    } else if depth >= MAX_DEPTH {
+    } else if value.is_nil() || depth >= MAX_DEPTH {
         Json::Null
     } else if let Some(list) = RArray::from_value(value) {
         Json::Array(list.into_iter().map(|v| json_value(ruby, v, depth + 1)).collect::<Result<_, _>>()?)
