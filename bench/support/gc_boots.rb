@@ -34,6 +34,10 @@ module Bench
     # and Bootsnap's compile cache, `bin/rails runner nil` in development; nil where this Ruby has
     # no Rails 8.1 (then why is printed).
     def rails
+      unless File.exist?(File.join(__dir__, "rails_app.rb"))
+        warn "bench: no Rails app: bench/support/rails_app.rb (the Rails 8.1 fixture) is not in this checkout"
+        return nil
+      end
       require_relative "rails_app"
       if (why = RailsApp.missing)
         warn "bench: no Rails app: #{why}"
@@ -81,10 +85,10 @@ module Bench
       before = File.exist?(last) && File.mtime(last)
       c0 = Process.times
       pid = Process.spawn(target.env.merge(env), TIME, "-f", "%M", "-o", out, *target.argv,
-                          out: File::NULL, err: File::NULL, **(target.chdir ? { chdir: target.chdir } : {}))
+                          out: File::NULL, err: "#{out}.err", **(target.chdir ? { chdir: target.chdir } : {}))
       _, status = Process.wait2(pid)
       c1 = Process.times
-      raise "#{target.name} failed (#{status.inspect}): #{target.argv.join(" ")}" unless status.success?
+      raise "#{target.name} failed (#{status.inspect}): #{target.argv.join(" ")}\n#{File.read("#{out}.err").lines.last(20).join}" unless status.success?
 
       raise "#{target.name}: the boot recorded nothing in #{last}" unless File.exist?(last) && File.mtime(last) != before
 

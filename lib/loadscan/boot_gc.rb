@@ -81,6 +81,7 @@ module Loadscan
         return if @setup
 
         @setup = snapshot
+        key # as the program was started, before it shifts ARGV
         @mark = mark
         @boot_end = nil
         @budget_runs = 0
@@ -179,12 +180,19 @@ module Loadscan
 
       # A Mutex keeps the watchdog and the app's threads apart; a trap handler may lock none
       # (Ruby raises), so there the block runs as is.
-      def locked(&block)
+      def locked
         return yield if @lock.owned?
 
-        @lock.synchronize(&block)
-      rescue ThreadError
-        yield
+        begin
+          @lock.lock
+        rescue ThreadError
+          return yield
+        end
+        begin
+          yield
+        ensure
+          @lock.unlock
+        end
       end
 
       # The watchdog: checks the budget and the ends no callback announces, until the boot ends.
