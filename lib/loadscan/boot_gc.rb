@@ -4,8 +4,8 @@ module Loadscan
   # A boot without GC pauses. From `Loadscan.setup` until the boot ends, Ruby's GC does not run
   # on its own (`GC.disable`); then it runs as it always does. The boot ends at the first of:
   #
-  #   rails      Rails' after_initialize (the railtie), or the watchdog seeing
-  #              `Rails.application.initialized?`
+  #   rails      Rails' after_initialize (the railtie), or the watchdog seeing the Rails app
+  #              initialized
   #   booted     `Loadscan.booted!` (programs that are not Rails apps)
   #   allocated  the boot has allocated as many objects as the last boot of the same program
   #              had when it exited, if that boot never said it had booted (a script, `rake -T`:
@@ -214,9 +214,16 @@ module Loadscan
         return nil unless @deferring
         return :allocated if @mark && GC.stat(:total_allocated_objects) >= @mark
         return :time if Process.clock_gettime(Process::CLOCK_MONOTONIC) - @setup[:at] > MAX_SECONDS
-        return :rails if defined?(::Rails.application) && ::Rails.application.respond_to?(:initialized?) && ::Rails.application.initialized?
+        return :rails if rails_initialized?
 
         budget
+      end
+
+      # Whether a Rails app has initialized (an app without the railtie), asked without calling
+      # `Rails.application`, which would make the app's instance (and run its hooks) from here.
+      def rails_initialized?
+        app = defined?(::Rails) && ::Rails.is_a?(Module) && ::Rails.instance_variable_get(:@application)
+        app.respond_to?(:initialized?) && app.initialized? == true
       end
 
       # One minor GC when Ruby's memory grew by BUDGET since the last GC (any GC: the app's too).
