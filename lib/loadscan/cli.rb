@@ -241,7 +241,9 @@ module Loadscan
         end
         return 1
       end
-      emit({ "cache_dir" => dir, "last_boot" => last }) { |d| LastBoot.describe(d["last_boot"]) }
+      emit({ "cache_dir" => dir, "last_boot" => last }) do |d|
+        [LastBoot.describe(d["last_boot"]), *(LastBoot.describe_gc(d["last_boot"]["gc"]) if d["last_boot"]["gc"].is_a?(Hash))]
+      end
       0
     end
 

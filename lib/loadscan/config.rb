@@ -22,6 +22,8 @@ module Loadscan
   #   LOADSCAN_IGNORE_DIRS=A:B    directories never listed, left to Ruby's require: a name (every
   #                               directory so named, at any depth) or an absolute path; default
   #                               node_modules; empty: none (dot-directories are never listed)
+  #   LOADSCAN_GC=off             let GC run during the boot (by default it is deferred from
+  #                               setup to the end of the boot: Loadscan::BootGC)
   #
   # A setting never breaks a boot: a value that makes no sense gives one warning naming the
   # setting and what it accepts, and the default applies. Flags take 1/0, true/false, yes/no,
@@ -32,11 +34,13 @@ module Loadscan
     # The core's names, the default first (none without the extension: setup then does nothing).
     VALIDATIONS = Native.available? ? Native::VALIDATIONS : [].freeze
     MAX_THREADS = 64
-    KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS].map { "LOADSCAN_#{_1}" }.freeze
+    KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS GC].map { "LOADSCAN_#{_1}" }.freeze
     # The test suite's own variables, passed down to the processes it boots.
     TEST_PREFIX = "LOADSCAN_TEST_"
 
     attr_reader :enabled, :threads, :dlext, :cache_dir, :validate, :readonly, :lazy, :stats
+    # Whether GC is deferred during the boot (LOADSCAN_GC, `gc:`).
+    attr_reader :gc
     # Directory names and absolute paths the scanner never lists (LOADSCAN_IGNORE_DIRS).
     attr_reader :ignore_names, :ignore_paths
     IGNORE_DEFAULT = %w[node_modules].freeze
@@ -44,7 +48,7 @@ module Loadscan
     attr_reader :problems
 
     def initialize(enabled: nil, threads: nil, cache_dir: nil, cache: nil, validate: nil, readonly: nil,
-                   stable_dirs: nil, lazy: nil, stats: nil, ignore_dirs: nil, env: ENV)
+                   stable_dirs: nil, lazy: nil, stats: nil, ignore_dirs: nil, gc: nil, env: ENV)
       @env = env
       @problems = []
       unknown_variables
@@ -54,6 +58,7 @@ module Loadscan
       @readonly = readonly.nil? ? flag("LOADSCAN_READONLY", false) : readonly
       @lazy = lazy.nil? ? flag("LOADSCAN_LAZY", true) : lazy
       @stats = stats.nil? ? flag("LOADSCAN_STATS", false) : stats
+      @gc = gc.nil? ? flag("LOADSCAN_GC", true) : gc
       cache = flag("LOADSCAN_CACHE", true) if cache.nil?
       @cache_dir = cache ? cache_dir_setting(cache_dir) : nil
       @ignore_names, @ignore_paths = ignore_setting(ignore_dirs)

@@ -2,6 +2,7 @@
 
 require "tmpdir"
 require "etc"
+require_relative "gc_advice"
 
 module Loadscan
   # `loadscan doctor`: boots the app the way it boots (config/boot.rb when there is one, else
@@ -16,7 +17,10 @@ module Loadscan
     PROBE_SCRIPT = <<~'RUBY'
       report = { "boot" => nil }
       begin
-        if File.file?("config/boot.rb")
+        if ENV["LOADSCAN_DOCTOR_ENVIRONMENT"] && File.file?("config/environment.rb") # a Rails app's whole boot (GC settings)
+          report["boot"] = "config/environment.rb"
+          require File.expand_path("config/environment.rb")
+        elsif File.file?("config/boot.rb")
           report["boot"] = "config/boot.rb"
           load File.expand_path("config/boot.rb")
         elsif ENV["BUNDLE_GEMFILE"] || File.file?("Gemfile")
@@ -57,6 +61,7 @@ module Loadscan
       r = Output.utf8(probe)
       r["cache"] = cache(r.dig("settings", "cache_dir"))
       r["last_boot"] = r.dig("settings", "cache_dir")&.then { |dir| LastBoot.read(dir) }
+      r["gc_settings"] = GCAdvice.new(r["last_boot"]) { |env| Output.utf8(probe(env))["stats"] }.report if r["ruby"]
       r["problems"] = problems(r)
       r["ok"] = r["problems"].empty?
       r
@@ -78,6 +83,8 @@ module Loadscan
       end
       lines << "settings: #{report["settings"]&.map { |k, v| "#{k}=#{v}" }&.join(", ")}"
       lines << "last boot: #{report["last_boot"] ? LastBoot.describe(report["last_boot"]) : "none recorded yet"}"
+      lines << "last boot's #{LastBoot.describe_gc(report["last_boot"]["gc"])}" if report.dig("last_boot", "gc")
+      lines.concat(GCAdvice.text(report["gc_settings"]))
       if report["problems"].empty?
         lines << "ok"
       else
@@ -88,10 +95,10 @@ module Loadscan
 
     private
 
-    def probe
+    def probe(extra_env = {})
       Dir.mktmpdir("loadscan-doctor") do |tmp|
         out = File.join(tmp, "report")
-        env = { "LOADSCAN_READONLY" => "1" } # looking, not writing
+        env = extra_env.merge("LOADSCAN_READONLY" => "1") # looking, not writing
         env["LOADSCAN_CACHE_DIR"] = @options[:cache_dir] if @options[:cache_dir]
         args = @dirs.flat_map { |d| ["-I", d] }
         status, err = run_boot(@env.to_h.merge(env), RbConfig.ruby, *args, "-e", PROBE_SCRIPT, out, File.expand_path("setup", __dir__))

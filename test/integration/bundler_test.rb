@@ -92,6 +92,9 @@ class BundlerTest < Minitest::Test
         assert_same_run stock, warm, rails_env, only: %w[results], quiet: false
         assert_empty warm.stderr.lines.grep(/loadscan/), warm.stderr
         assert_answered warm.report["stats"], stock.report["loaded_features"].size, "rails #{rails_env}"
+        # GC deferred from setup to after_initialize (the railtie): no run in between.
+        gc = warm.report["stats"][:gc]
+        assert_equal [true, "rails", gc[:runs_before_setup]], [gc[:deferred], gc[:ended_by], gc[:runs] - gc[:budget_runs]], gc.inspect
         assert_operator warm.failed_opens, :<=, MAX_FAILED_OPENS * stock.failed_opens,
                         "rails #{rails_env}: warm failed openat #{warm.failed_opens} vs stock #{stock.failed_opens}"
       end

@@ -158,26 +158,44 @@ pub fn strings(ruby: &Ruby, list: Vec<Vec<u8>>) -> RArray {
     out
 }
 
-/// A Hash of String or Symbol keys to Strings, Symbols, Integers, true or false, as the
-/// fields a record adds (`Native.record_last_boot`).
+/// A Hash of String or Symbol keys to Strings, Symbols, Integers, Floats, true, false, nil,
+/// Arrays and Hashes of those, as the fields a record adds (`Native.record_last_boot`).
 pub fn json_fields(ruby: &Ruby, hash: RHash) -> Result<Vec<(String, Json)>, Error> {
+    json_fields_at(ruby, hash, 0)
+}
+
+/// How deep a record's values may nest (an Array that holds itself must not recurse for ever).
+const MAX_DEPTH: usize = 8;
+
+fn json_fields_at(ruby: &Ruby, hash: RHash, depth: usize) -> Result<Vec<(String, Json)>, Error> {
     let mut out = Vec::new();
     hash.foreach(|key: Value, value: Value| {
         let key = match Symbol::from_value(key) {
             Some(sym) => sym.name()?.into_owned(),
             None => String::try_convert(key)?,
         };
-        let value = if let Some(s) = RString::from_value(value) {
-            Json::Str(bytes(s))
-        } else if let Some(sym) = Symbol::from_value(value) {
-            Json::Str(sym.name()?.as_bytes().to_vec())
-        } else if value.is_kind_of(ruby.class_integer()) {
-            Json::Int(i64::try_convert(value)?)
-        } else {
-            Json::Bool(value.to_bool())
-        };
-        out.push((key, value));
+        out.push((key, json_value(ruby, value, depth)?));
         Ok(magnus::r_hash::ForEach::Continue)
     })?;
     Ok(out)
+}
+
+fn json_value(ruby: &Ruby, value: Value, depth: usize) -> Result<Json, Error> {
+    Ok(if let Some(s) = RString::from_value(value) {
+        Json::Str(bytes(s))
+    } else if let Some(sym) = Symbol::from_value(value) {
+        Json::Str(sym.name()?.as_bytes().to_vec())
+    } else if value.is_kind_of(ruby.class_integer()) {
+        Json::Int(i64::try_convert(value)?)
+    } else if value.is_kind_of(ruby.class_float()) {
+        Json::Float(f64::try_convert(value)?)
+    } else if value.is_nil() || depth >= MAX_DEPTH {
+        Json::Null
+    } else if let Some(list) = RArray::from_value(value) {
+        Json::Array(list.into_iter().map(|v| json_value(ruby, v, depth + 1)).collect::<Result<_, _>>()?)
+    } else if let Some(h) = RHash::from_value(value) {
+        Json::Object(json_fields_at(ruby, h, depth + 1)?)
+    } else {
+        Json::Bool(value.to_bool())
+    })
 }
