@@ -20,6 +20,9 @@ module Loadscan
   #   LOADSCAN_IGNORE_DIRS=A:B    directories never listed, left to Ruby's require: a name (every
   #                               directory so named, at any depth) or an absolute path; default
   #                               node_modules; empty: none (dot-directories are never listed)
+  #   LOADSCAN_REQUIRE_NATIVE=1   at install of the source gem (extconf.rb), not at boot: fail
+  #                               when the Rust toolchain is missing instead of installing
+  #                               without the library
   #
   # A setting never breaks a boot: a value that makes no sense gives one warning naming the
   # setting and what it accepts, and the default applies. Flags take 1/0, true/false, yes/no,
@@ -29,7 +32,10 @@ module Loadscan
               "0" => false, "false" => false, "no" => false, "off" => false }.freeze
     VALIDATIONS = %w[mtime listing].freeze
     MAX_THREADS = 64
-    KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS].map { "LOADSCAN_#{_1}" }.freeze
+    # (REQUIRE_NATIVE is read at install time only, by extconf.rb: known, so that a CI job that
+    # sets it for the whole job is not warned about it at boot.)
+    KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS
+               REQUIRE_NATIVE].map { "LOADSCAN_#{_1}" }.freeze
     # The test suite's own variables, passed down to the processes it boots.
     TEST_PREFIX = "LOADSCAN_TEST_"
 
