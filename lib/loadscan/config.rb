@@ -8,7 +8,8 @@ module Loadscan
   #                               in the app; for a script outside any app, the user's cache dir)
   #   LOADSCAN_CACHE=0            no cache: scan on every boot
   #   LOADSCAN_VALIDATE=listing   check the app's dirs by their entry names, not mtimes, so a
-  #                               cache survives a fresh `git checkout` (CI workers)
+  #                               cache survives a fresh `git checkout` (CI workers); the
+  #                               default where CI is set (CI=true), else mtime
   #   LOADSCAN_READONLY=1         use the cache, never write it (CI workers sharing one)
   #   LOADSCAN_THREADS=N          scanner threads (default: the CPU count, at most 8; at most 64)
   #   LOADSCAN_LAZY=0             list every directory of every entry up front instead of only
@@ -53,7 +54,7 @@ module Loadscan
       unknown_variables
       @enabled = enabled.nil? ? !flag("LOADSCAN_DISABLE", false) : enabled
       @threads = threads_setting(threads)
-      @validate = choice(validate, "LOADSCAN_VALIDATE", VALIDATIONS)
+      @validate = validate_setting(validate)
       @readonly = readonly.nil? ? flag("LOADSCAN_READONLY", false) : readonly
       @lazy = lazy.nil? ? flag("LOADSCAN_LAZY", true) : lazy
       @stats = stats.nil? ? flag("LOADSCAN_STATS", false) : stats
@@ -141,6 +142,16 @@ module Loadscan
 
       problem("#{keyword ? "validate:" : name} #{value.inspect} is not one of #{allowed.join(", ")}; using #{allowed.first}")
       allowed.first
+    end
+
+    # LOADSCAN_VALIDATE, else `listing` on CI (CI set, as GitHub Actions, GitLab CI, CircleCI,
+    # Travis and Buildkite set it, to anything but a false flag), else `mtime`. A CI job checks
+    # the app out afresh and often restores the installed gems from a tarball, so every
+    # directory has a new inode and mtime there: checked by mtime, nothing a restored cache
+    # holds would be used. (CI's value is not a loadscan setting: no warning about it.)
+    def validate_setting(keyword)
+      ci = @env["CI"].to_s.strip.downcase
+      choice(keyword, "LOADSCAN_VALIDATE", ci.empty? || FLAGS[ci] == false ? VALIDATIONS : VALIDATIONS.reverse)
     end
 
     def threads_setting(keyword)
