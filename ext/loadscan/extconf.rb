@@ -65,6 +65,15 @@ def toolchain
   [cargo, nil]
 end
 
+# On musl (Alpine), rustup's Rust links the C runtime in statically by default, which rules out
+# a shared library (and the build scripts' and proc macros'): the dynamic one, as a Ruby
+# extension needs. Alpine's own Rust has it so already. "" elsewhere, or RUSTFLAGS as given.
+def rustflags
+  flags = ENV["RUSTFLAGS"].to_s
+  flags = "#{flags} -C target-feature=-crt-static".strip if RbConfig::CONFIG["host_os"].include?("musl")
+  flags.empty? ? "" : "RUSTFLAGS=#{flags.shellescape} "
+end
+
 # The Makefile that builds the library with `cargo`.
 def build_makefile(cargo)
   workspace = File.expand_path("../..", __dir__)
@@ -79,7 +88,7 @@ def build_makefile(cargo)
     sitearchdir = #{RbConfig::CONFIG["sitearchdir"]}
     all: loadscan.#{DLEXT}
     loadscan.#{DLEXT}:
-    \tcd #{workspace.shellescape} && RUBY=#{RbConfig.ruby.shellescape} CARGO_TARGET_DIR=#{target_dir.shellescape} #{cargo.shellescape} build --release --locked -p loadscan
+    \tcd #{workspace.shellescape} && RUBY=#{RbConfig.ruby.shellescape} CARGO_TARGET_DIR=#{target_dir.shellescape} #{rustflags}#{cargo.shellescape} build --release --locked -p loadscan
     \tcp #{built.shellescape} loadscan.#{DLEXT}
     install: loadscan.#{DLEXT}
     \tmkdir -p #{DEST}
