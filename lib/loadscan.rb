@@ -38,7 +38,8 @@ module Loadscan
       end
 
       unless Native.available?
-        Warnings.once(:native, "native extension could not be loaded (#{Native.load_error.message}); booting with Ruby's own require")
+        Warnings.once(:native, Native.not_built ? NotBuilt.warning(Native.not_built) :
+          "native extension could not be loaded (#{Native.load_error.message}); booting with Ruby's own require")
         return false
       end
 

@@ -233,6 +233,8 @@ module Loadscan
     end
 
     def cmd_stats(_args)
+      raise Usage, "the extension did not load: #{Native.load_error.message}" unless Native.available?
+
       dir = Config.new(**@options.slice(:cache_dir), env: @env).cache_dir or raise Usage, "no cache configured"
       last = LastBoot.read(dir)
       unless last

@@ -30,7 +30,8 @@ module Loadscan
       rescue Exception => e # rubocop:disable Lint/RescueException
         report["boot_error"] = "#{e.class}: #{e.message.lines.first.to_s.chomp}"
       end
-      report["set_up_by_boot"] = defined?(Loadscan) && Loadscan.respond_to?(:active?) && Loadscan.active?
+      # Set up, or tried to (a setup that stayed off, as without the extension, still keeps its config).
+      report["set_up_by_boot"] = defined?(Loadscan) && Loadscan.respond_to?(:active?) && (Loadscan.active? || !Loadscan.config.nil?)
       unless report["set_up_by_boot"]
         require ARGV.fetch(1) # loadscan/setup, by absolute path
       end
@@ -39,6 +40,8 @@ module Loadscan
       report["bundler"] = defined?(Bundler::VERSION) ? Bundler::VERSION : nil
       report["active"] = Loadscan.active?
       report["native"] = Loadscan::Native.available? ? nil : Loadscan::Native.load_error.message
+      # (Only then: why the source gem's install built no library.)
+      report["native_not_built"] = Loadscan::Native.not_built if Loadscan::Native.respond_to?(:not_built) && Loadscan::Native.not_built
       report["engaged"] = Loadscan.engaged?
       report["require"] = Kernel.instance_method(:require).source_location&.join(":") || "a C function (Ruby's own or loadscan's)"
       if (config = Loadscan.config)
@@ -158,8 +161,9 @@ module Loadscan
       buffer
     end
 
+    # (The extension names the cache file: without it, nothing to say.)
     def cache(dir)
-      return nil unless dir
+      return nil unless dir && Native.available?
 
       path = File.join(dir, Native::CACHE_FILES.first)
       st = File.stat(path)
@@ -180,7 +184,11 @@ module Loadscan
       end
 
       list << "the boot failed: #{r["boot_error"]}" if r["boot_error"]
-      list << "the extension did not load (#{r["native"]}): rebuild it (`gem pristine loadscan`, or `rake compile`)" if r["native"]
+      if r["native_not_built"]
+        list << r["native"] # what was missing at install, and how to get the library
+      elsif r["native"]
+        list << "the extension did not load (#{r["native"]}): rebuild it (`gem pristine loadscan`, or `rake compile`)"
+      end
       unless r["set_up_by_boot"]
         list << "#{r["boot"] || "the boot"} does not set loadscan up: add `require \"loadscan/setup\"` after " \
                 "`require \"bundler/setup\"` in config/boot.rb (and `gem \"loadscan\", require: \"loadscan/railtie\"` to a Rails app's Gemfile)"

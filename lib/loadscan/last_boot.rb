@@ -17,8 +17,11 @@ module Loadscan
       # The last record in `dir` as a Hash with String keys, or nil when there is none. It is
       # trusted as the cache file is: opened without following a symlink or blocking (a fifo),
       # and read only if it is a regular file of at most MAX_BYTES, owned by this user or root
-      # and writable by no one else. Anything else: one warning, and nil.
+      # and writable by no one else. Anything else: one warning, and nil. Without the extension
+      # (which names the files), nil.
       def read(dir)
+        return nil unless Native.available?
+
         path = File.join(dir, Native::CACHE_FILES.fetch(1))
         record = open(path) { |f| refusal(f.stat) || parse(f.read(MAX_BYTES + 1)) }
         return record if record.is_a?(Hash)

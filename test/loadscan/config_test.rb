@@ -180,6 +180,20 @@ class ConfigTest < Minitest::Test
     assert_empty config({ "LOADSCAN_VALIDATE" => "" }).problems
   end
 
+  # On CI (CI set to anything but a false flag) listing is the default; the setting still rules.
+  def test_validate_by_listing_on_ci
+    { "true" => "listing", "1" => "listing", "woodpecker" => "listing", " TRUE " => "listing",
+      "false" => "mtime", "0" => "mtime", "" => "mtime" }.each do |ci, validate|
+      c = config({ "CI" => ci })
+      assert_equal validate, c.validate, "CI=#{ci.inspect}"
+      assert_empty c.problems
+    end
+    assert_equal "mtime", config({ "CI" => "true", "LOADSCAN_VALIDATE" => "mtime" }).validate
+    assert_equal "mtime", config({ "CI" => "true" }, validate: "mtime").validate
+    c = config({ "CI" => "true", "LOADSCAN_VALIDATE" => "digest" })
+    assert_equal ["LOADSCAN_VALIDATE \"digest\" is not one of listing, mtime; using listing"], c.problems
+  end
+
   def test_cache_dir_must_be_absolute
     assert_equal "/tmp/b", config({ "LOADSCAN_CACHE_DIR" => "/tmp/a/../b" }).cache_dir
     ["", "tmp/cache", "./cache", "~/cache"].each do |value|
