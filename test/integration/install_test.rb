@@ -2,17 +2,20 @@
 
 require_relative "../test_helper"
 require_relative "../support/native_gem"
+require_relative "../support/rails_app"
 require "json"
 
 # `loadscan install` as a user coming from Bootsnap runs it: the precompiled gem installed (no
 # Rust), then its `loadscan` command in a `rails new` app set up with Bootsnap the way Rails
-# generates it. The app must then boot with loadscan engaged, Bootsnap's compile cache on and its
+# generates it (Rails 8.1 on 3.3 and 3.4; Debian's Rails 6.1 on 3.1, given the lines its
+# generator writes for Bootsnap). The app must then boot with loadscan engaged, Bootsnap's compile cache on and its
 # load-path cache off, loading what it loads with loadscan disabled; a second run and --dry-run
 # change nothing; `loadscan doctor` reports engaged.
 class InstallTest < Minitest::Test
   include Loadscan::TestSupport::NativeGem
-  include Loadscan::TestSupport::BundlerApp::NeedsRails
+  include Loadscan::TestSupport::RailsApp::NeedsRails
   App = Loadscan::TestSupport::BundlerApp
+  RailsApp = Loadscan::TestSupport::RailsApp
   # Rails 6.1's generator adds these to a non-minimal app (`--minimal` skips Bootsnap).
   BOOTSNAP_GEM = %(gem 'bootsnap', '>= 1.4.4', require: false\n)
   BOOTSNAP_BOOT = %(require "bootsnap/setup" # Speed up boot time by caching expensive operations.\n)
@@ -28,9 +31,9 @@ class InstallTest < Minitest::Test
 
     Dir.mktmpdir("loadscan-install") do |tmp|
       tmp = File.realpath(tmp)
-      app = rails_app!(App.rails_new(tmp))
+      app = rails_app!(RailsApp.rails_new(tmp))
       env = install_gem(tmp)
-      with_bootsnap(app)
+      with_bootsnap(app) unless RailsApp.rails81?
       before = app_files(app)
 
       out, status = loadscan(app, env, "install", "--dry-run")
@@ -56,12 +59,14 @@ class InstallTest < Minitest::Test
     env = no_rust_env(File.join(tmp, "home"))
     run, = install_native_gem(gem_file, env)
     assert run.success?, run.stdout + run.stderr
+    # The app's gems beside it: on Rails 8.1 its gem set, in place of Debian's.
+    env["GEM_PATH"] = [env["GEM_HOME"], *RailsApp.gem_path].join(":") if RailsApp.rails81?
     env
   end
 
-  # The generated app's Gemfile reduced to the gems installed for this Ruby (offline: the test
-  # apps' Rails gems, with those 3.4 unbundled), with Bootsnap as Rails adds it, and its
-  # config/boot.rb requiring bootsnap/setup after bundler/setup.
+  # Rails 6.1's generated app's Gemfile reduced to the gems installed for this Ruby (offline: the
+  # test apps' Rails gems), with Bootsnap as Rails adds it, and its config/boot.rb requiring
+  # bootsnap/setup after bundler/setup.
   def with_bootsnap(app)
     gems = (App.rails_gems - %w[bootsnap]) | App.unbundled_gems
     File.write(File.join(app, "Gemfile"), %(source "https://rubygems.org"\n#{gems.map { |g| "gem '#{g}'\n" }.join}#{BOOTSNAP_GEM}))
