@@ -49,14 +49,18 @@ module Loadscan
             end
           RUBY
           "lib/worker_probe.rb" => <<~RUBY,
-            # The process that runs this, and what its require of #{PROBE_FEATURE} does (loadscan's hits
-            # before and after it when loadscan is set up).
+            # The process that runs this, how many times it has (a forked worker counts from 1), and
+            # what its require of #{PROBE_FEATURE} does (loadscan's hits before and after it when
+            # loadscan is set up).
             module WorkerProbe
+              @calls = Hash.new(0)
+
               def self.call
                 hits = -> { Loadscan.stats[:hits] if defined?(Loadscan.active?) && Loadscan.active? }
                 before = hits.call
                 required = require(#{PROBE_FEATURE.inspect})
-                { "pid" => Process.pid, "ppid" => Process.ppid, "required" => required, "hits" => [before, hits.call],
+                { "pid" => Process.pid, "ppid" => Process.ppid, "call" => @calls[Process.pid] += 1,
+                  "required" => required, "hits" => [before, hits.call],
                   "engaged" => defined?(Loadscan.engaged?) ? Loadscan.engaged? : nil, "loaded_features" => $LOADED_FEATURES.dup }
               end
             end
@@ -69,11 +73,14 @@ module Loadscan
             end
           RUBY
           # Two workers forked from a master that loaded the app; one thread each, so a worker
-          # busy with a request takes no other one; on 127.0.0.1 only.
+          # busy with a request takes no other one; on 127.0.0.1 only. At a SIGTERM to the master,
+          # about one stop in five leaves a worker waiting (a futex, in its main thread), stock or
+          # not, until the master kills it after worker_shutdown_timeout (30 s by default).
           "config/puma.rb" => <<~RUBY,
             workers 2
             preload_app!
             threads 1, 1
+            worker_shutdown_timeout 3
             bind "tcp://127.0.0.1:\#{Integer(ENV.fetch("PORT"))}"
           RUBY
           "test/fixtures/widgets.yml" => <<~YAML,

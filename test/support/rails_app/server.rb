@@ -75,18 +75,18 @@ module Loadscan
         end
 
         # Each worker's first answer, by its pid: two requests at a time, each holding its worker's
-        # one thread for a moment, so the second goes to the other worker.
+        # one thread for a moment, so that the second mostly goes to the other worker.
         def ask_each_worker(port)
           answers = {}
           ROUNDS.times do
-            [0, 1].map { Thread.new { probe(port) } }.map(&:value).each { |a| answers[a.fetch("pid")] ||= a }
+            [0, 1].map { Thread.new { probe(port) } }.map(&:value).each { |a| answers[a.fetch("pid")] = a if a["call"] == 1 }
             return answers if answers.size >= 2
           end
           answers
         end
 
         def probe(port)
-          response = Net::HTTP.start("127.0.0.1", port, read_timeout: 60) { |http| http.get("/probe?sleep=0.5", "Accept" => "application/json") }
+          response = Net::HTTP.start("127.0.0.1", port, read_timeout: 60) { |http| http.get("/probe?sleep=0.5", "Accept" => "application/json", "Connection" => "close") }
           raise "GET /probe: #{response.code}\n#{response.body[0, 2000]}" unless response.is_a?(Net::HTTPOK)
 
           JSON.parse(response.body)
