@@ -14,8 +14,8 @@ class RailsTest < Minitest::Test
   RailsApp = Loadscan::TestSupport::RailsApp
   include RailsApp::NeedsRails
 
-  # What a runner boot reports: what it loaded, in which environment, whether it eager loaded,
-  # Bootsnap's caches (load-path cache on, compile cache on), loadscan's figures.
+  # What a runner boot reports: what it loaded; Rails' version and environment, and whether it
+  # eager loaded; whether Bootsnap's load-path cache and its compile cache are on; loadscan's figures.
   REPORT = <<~RUBY
     File.binwrite(ENV.fetch("LOADSCAN_TEST_REPORT"), Marshal.dump(
       "loaded_features" => $LOADED_FEATURES.dup, "rails" => [Rails.version, Rails.env.to_s, Rails.application.config.eager_load],
@@ -47,7 +47,7 @@ class RailsTest < Minitest::Test
 
   # Production eager loads the app (config.eager_load): every file under app/ and lib/ loaded.
   def test_runner_in_production
-    stock, = assert_runner_like_stock(app, RailsApp.rails81? ? RailsApp::PRODUCTION : { "RAILS_ENV" => "production" })
+    stock, = assert_runner_like_stock(app, production)
     assert_equal "production", stock.report["rails"][1]
     return unless RailsApp.rails81?
 
@@ -63,12 +63,10 @@ class RailsTest < Minitest::Test
   # cache is off, and the boot is stock's with the same Bootsnap setup.
   def test_bootsnaps_compile_cache_beside_loadscan
     bootsnap!
-    Dir.mktmpdir("loadscan-bootsnap") do |tmp|
-      tmp = File.realpath(tmp)
-      # Rails 8.1's compile cache is the app's tmp/cache/bootsnap: a copy of its own starts empty.
-      app = RailsApp.rails81? ? rails_app!(RailsApp.app(tmp)) : self.app
+    # Rails 8.1's compile cache is the app's tmp/cache/bootsnap: a copy of its own starts empty.
+    with_own_app("loadscan-bootsnap", shared: !RailsApp.rails81?) do |app, tmp|
       bootsnap = RailsApp.rails81? ? File.join(app, "tmp", "cache", "bootsnap") : File.join(tmp, "bootsnap")
-      env = SECRET.merge(RailsApp.rails81? ? RailsApp::PRODUCTION : { "RAILS_ENV" => "production" })
+      env = SECRET.merge(production)
       env["LOADSCAN_TEST_BOOTSNAP"] = bootsnap unless RailsApp.rails81?
       assert_equal 0, Dir[File.join(bootsnap, "**", "*")].size, "a fresh copy has no compile cache"
       cache = File.join(tmp, "loadscan-cache")
@@ -89,13 +87,14 @@ class RailsTest < Minitest::Test
   # answers that require from the index it inherited, loading the file stock loads.
   def test_the_apps_tests_in_forked_workers
     rails81!
-    Dir.mktmpdir("loadscan-rails-test") do |tmp|
-      tmp = File.realpath(tmp)
-      # A fresh copy each, in the same place: the first run leaves test databases that would
-      # spare the second their setup.
+    with_own_app("loadscan-rails-test") do |app, tmp|
       stock, ours = [false, true].map do |loadscan|
-        FileUtils.rm_rf(File.join(tmp, "railsapp"))
-        app = rails_app!(RailsApp.app(tmp))
+        # A fresh copy in the same place for the second run: the first leaves test databases
+        # that would spare it their setup.
+        if loadscan
+          FileUtils.rm_rf(app)
+          app = rails_app!(RailsApp.app(tmp))
+        end
         workers = FileUtils.mkdir_p(File.join(tmp, "workers-#{loadscan}")).first
         run = run_ruby(command: [RbConfig.ruby, "bin/rails", "test"], loadscan: loadscan, chdir: app, timeout: 300,
                        env: RailsApp.env(app).merge("LOADSCAN_TEST_WORKERS" => workers))
@@ -117,9 +116,7 @@ class RailsTest < Minitest::Test
   # cache is written once, by the master, at its exit.
   def test_puma_in_cluster_mode
     rails81!
-    Dir.mktmpdir("loadscan-rails-server") do |tmp|
-      tmp = File.realpath(tmp)
-      app = rails_app!(RailsApp.app(tmp))
+    with_own_app("loadscan-rails-server") do |app, tmp|
       server = RailsApp::Server.new(app, tmp)
       stock = server.run(loadscan: false)
       cache = File.join(tmp, "loadscan-cache")
@@ -136,8 +133,18 @@ class RailsTest < Minitest::Test
 
   private
 
-  # `bin/rails runner` stock, then with loadscan cold and warm: the same features, engaged,
-  # answering most requires, and warm, at most a tenth of stock's failed openat calls.
+  def production = RailsApp.rails81? ? RailsApp::PRODUCTION : { "RAILS_ENV" => "production" }
+
+  # A copy of the app of its own (the shared one with `shared: true`), and a temp dir, removed after.
+  def with_own_app(name, shared: false)
+    Dir.mktmpdir(name) do |tmp|
+      tmp = File.realpath(tmp)
+      yield shared ? app : rails_app!(RailsApp.app(tmp)), tmp
+    end
+  end
+
+  # `bin/rails runner` stock, then with loadscan cold and warm: the same features, report and
+  # stderr, engaged, answering most requires, and warm, at most a tenth of stock's failed openat calls.
   def assert_runner_like_stock(app, env)
     env = SECRET.merge(env)
     stock = RailsApp.boot(app, RUNNER, loadscan: false, env: env, strace: true)

@@ -86,7 +86,9 @@ module Loadscan
         end
 
         def probe(port)
-          response = Net::HTTP.start("127.0.0.1", port, read_timeout: 60) { |http| http.get("/probe?sleep=0.5", "Accept" => "application/json", "Connection" => "close") }
+          # JSON: an error is then rendered as text, not as a page.
+          headers = { "Accept" => "application/json", "Connection" => "close" }
+          response = Net::HTTP.start("127.0.0.1", port, read_timeout: 60) { |http| http.get("/probe?sleep=0.5", headers) }
           raise "GET /probe: #{response.code}\n#{response.body[0, 2000]}" unless response.is_a?(Net::HTTPOK)
 
           JSON.parse(response.body)
