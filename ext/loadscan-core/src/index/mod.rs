@@ -16,6 +16,7 @@
 //! One job per file: `roots` (the registry of roots and their ranks), `lookup` (precedence:
 //! pure logic over what is listed, no I/O), `lazy` (listing deferred directories a lookup
 //! needs), `find` (the whole lookup: parse, locate, settle a miss with one `stat` per root),
+//! `linked_in` (which misses Ruby's table of extensions without a file may still answer),
 //! `sync` (revalidation and scans, the only user of `store::check_root`), `records` (what the
 //! cache is written from), `answer` (what `require` does with a lookup's result), `recent`
 //! (which question `answer` asks Ruby first), `explain` (introspection).
@@ -36,6 +37,7 @@ mod feature;
 mod find;
 mod ids;
 mod lazy;
+mod linked_in;
 mod lookup;
 mod recent;
 mod records;
@@ -52,6 +54,7 @@ pub use feature::{Query, Want};
 pub use find::{settle, settle_in_turn, Lookup};
 use ids::IdList;
 pub use lazy::{LazyStats, Lister};
+use linked_in::NotLinkedIn;
 pub use lookup::Located;
 pub use recent::RecentPaths;
 pub use sync::{SyncPolicy, SyncReport};
@@ -146,6 +149,8 @@ pub struct Index {
     /// What lazy listings worked around, not yet taken by [`Index::take_problems`].
     problems: Vec<ScanProblem>,
     lazy: LazyStats,
+    /// Features Ruby's own search could not load: their misses can be sure (`linked_in`).
+    not_linked_in: NotLinkedIn,
 }
 
 fn bytes(p: &Path) -> &[u8] {
