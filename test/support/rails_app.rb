@@ -68,14 +68,16 @@ module Loadscan
         File.join(dir, "railsapp")
       end
 
-      # The app as `rails new` generates it (nil where this Ruby has none), in dir/railsapp.
-      def rails_new(dir)
+      # The app as `rails new` generates it (nil where this Ruby has none), in dir/railsapp; on
+      # Rails 8.1 with its Dockerfile when `docker: true`.
+      def rails_new(dir, docker: false)
         return BundlerApp.rails_new(dir) unless rails81?
         return nil if no_rails
 
         # The gem set's `rails` binstub, which picks the version named as `_X_`.
         rails = [RbConfig.ruby, File.join(GEMS, "bin", "rails"), "_#{VERSION}_"]
-        run = RubyProcess.run_ruby(command: rails + ["new", "railsapp", *NEW_FLAGS], env: env(dir).merge("BUNDLE_GEMFILE" => nil),
+        flags = docker ? NEW_FLAGS - %w[--skip-docker] : NEW_FLAGS
+        run = RubyProcess.run_ruby(command: rails + ["new", "railsapp", *flags], env: env(dir).merge("BUNDLE_GEMFILE" => nil),
                                    chdir: dir, timeout: 600)
         raise "rails new failed:\n#{run.stdout}#{run.stderr}" unless run.success?
 
@@ -100,7 +102,7 @@ module Loadscan
         installer.write(installer.changes)
         boot = File.join(app, "config", "boot.rb")
         installed = File.read(boot)
-        line = Loadscan::Installer::LOADSCAN_SETUP
+        line = Loadscan::Installer::Boot::LOADSCAN_SETUP
         raise "loadscan install wrote no #{line}:\n#{installed}" unless installed.include?("#{line}\n")
 
         File.write(boot, installed.sub("#{line}\n", %(#{line} unless ENV["LOADSCAN_TEST_STOCK"]\n)))
