@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "native"
+
 module Loadscan
   # Settings, from keywords to `Loadscan.setup` or else LOADSCAN_* environment variables:
   #
@@ -27,7 +29,8 @@ module Loadscan
   class Config
     FLAGS = { "1" => true, "true" => true, "yes" => true, "on" => true,
               "0" => false, "false" => false, "no" => false, "off" => false }.freeze
-    VALIDATIONS = %w[mtime listing].freeze
+    # The core's names, the default first (none without the extension: setup then does nothing).
+    VALIDATIONS = Native.available? ? Native::VALIDATIONS : [].freeze
     MAX_THREADS = 64
     KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS].map { "LOADSCAN_#{_1}" }.freeze
     # The test suite's own variables, passed down to the processes it boots.
@@ -126,7 +129,7 @@ module Loadscan
 
     def choice(keyword, name, allowed)
       value = (keyword || @env[name]).to_s.strip.downcase
-      return allowed.first if value.empty?
+      return allowed.first if value.empty? || allowed.empty?
       return value if allowed.include?(value)
 
       problem("#{keyword ? "validate:" : name} #{value.inspect} is not one of #{allowed.join(", ")}; using #{allowed.first}")

@@ -4,7 +4,7 @@
 
 use magnus::{prelude::*, Error, IntoValue, RArray, RHash, RString, Ruby, Symbol, Value};
 
-use loadscan_core::{Explanation, Figure, Json, Kind, Lookup, Problem, ProblemKind, Reason, Saved, Stats};
+use loadscan_core::{Answer, Explanation, Figure, FoundFile, Json, Kind, Problem, Reason, Saved, Stats};
 
 /// A copy of a String argument's bytes (Ruby code run during a lookup — a `to_path` of a
 /// `$LOAD_PATH` entry — could otherwise change them under us). Only real Strings take the fast
@@ -68,23 +68,23 @@ fn kind_symbol(ruby: &Ruby, kind: Kind) -> Symbol {
 
 /// `Native.lookup`'s answer: the path, `:missing` (no entry has it) or `:unknown` (Ruby's
 /// `require` must decide); `None` for no lookup (stopped, busy, not a String).
-pub fn lookup_answer(ruby: &Ruby, found: Option<Result<Lookup, Reason>>, feature: Value) -> Value {
+pub fn lookup_answer(ruby: &Ruby, found: Option<Result<Answer, Reason>>, feature: Value) -> Value {
     match found {
-        Some(Ok((_, Some((path, _))))) => path_string(ruby, &path, feature).as_value(),
-        Some(Ok((_, None)) | Err(Reason::Missing)) => ruby.to_symbol("missing").as_value(),
+        Some(Ok(Answer { file: Some(file), .. })) => path_string(ruby, &file.path, feature).as_value(),
+        Some(Ok(Answer { file: None, .. }) | Err(Reason::Missing)) => ruby.to_symbol("missing").as_value(),
         _ => ruby.to_symbol("unknown").as_value(),
     }
 }
 
 /// `resolve_feature_path`'s answer from the index: `[:rb | :so, path]`, nil for a sure miss, or
 /// `None` when Ruby's own method must answer.
-pub fn feature_path(ruby: &Ruby, found: Option<Result<Lookup, Reason>>, feature: Value) -> Option<Value> {
+pub fn feature_path(ruby: &Ruby, found: Option<Result<Answer, Reason>>, feature: Value) -> Option<Value> {
     match found? {
-        Ok((_, Some((path, kind)))) => {
+        Ok(Answer { file: Some(FoundFile { path, kind }), .. }) => {
             let pair = [kind_symbol(ruby, kind).as_value(), path_string(ruby, &path, feature).as_value()];
             Some(ruby.ary_new_from_values(&pair).as_value())
         }
-        Ok((_, None)) => Some(ruby.qnil().as_value()),
+        Ok(Answer { file: None, .. }) => Some(ruby.qnil().as_value()),
         Err(_) => None,
     }
 }
@@ -99,21 +99,12 @@ pub fn saved(ruby: &Ruby, saved: Saved) -> Value {
     }
 }
 
-/// `[[kind, message], …]`; kind is `:loop`, `:dangling`, `:unreadable`, `:too_large`,
-/// `:failed`, `:vanished` or `:case_folding`.
+/// `[[kind, message], …]`; kind is a [`loadscan_core::ProblemKind::name`] (`:loop`,
+/// `:dangling`, …: `Native::PROBLEM_KINDS`).
 pub fn problems(ruby: &Ruby, problems: &[Problem]) -> RArray {
     let out = ruby.ary_new_capa(problems.len());
     for p in problems {
-        let kind = match p.kind {
-            ProblemKind::Loop => "loop",
-            ProblemKind::Dangling => "dangling",
-            ProblemKind::Unreadable => "unreadable",
-            ProblemKind::TooLarge => "too_large",
-            ProblemKind::Vanished => "vanished",
-            ProblemKind::Failed => "failed",
-            ProblemKind::CaseFolding => "case_folding",
-        };
-        let pair = [ruby.to_symbol(kind).as_value(), ruby.str_new(&p.message).as_value()];
+        let pair = [ruby.to_symbol(p.kind.name()).as_value(), ruby.str_new(&p.message).as_value()];
         let _ = out.push(ruby.ary_new_from_values(&pair));
     }
     out

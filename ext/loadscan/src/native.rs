@@ -39,7 +39,7 @@ pub fn stop() -> Result<(), Error> {
 /// `save`: `:written`, `:clean` (nothing changed), `:skipped` (no cache, or busy), or the
 /// reason the write failed (a String).
 pub fn save(ruby: &Ruby) -> Value {
-    let saved = try_state(|f| f.session.save(f.load_path.entries(), &NoGvl)).unwrap_or(Saved::Skipped);
+    let saved = try_state(|f| f.session.save(&NoGvl)).unwrap_or(Saved::Skipped);
     convert::saved(ruby, saved)
 }
 
@@ -47,12 +47,9 @@ pub fn save(ruby: &Ruby) -> Value {
 /// Integers and booleans) first, beside the cache. nil, or why it could not (a String).
 pub fn record_last_boot(ruby: &Ruby, fields: RHash) -> Result<Option<String>, Error> {
     let extra = convert::json_fields(ruby, fields)?;
-    let written = try_state(|f| {
-        let json = f.session.stats(&COUNTERS).last_boot_json(&extra);
-        f.session.cache().map(|cache| loadscan_core::Blocking::run(&NoGvl, || cache.record_last_boot(&json)))
-    });
+    let written = try_state(|f| f.session.record_last_boot(&COUNTERS, &extra, &NoGvl));
     raise_pending()?;
-    Ok(written.flatten().and_then(Result::err))
+    Ok(written.and_then(Result::err))
 }
 
 /// `clear_cache(dir, uid)`: deletes the cache and the last boot's figures in `dir` (which must
