@@ -21,11 +21,20 @@ module Loadscan
   module Instrumentation
     class << self
       # Calls `hook` (the callable given to Loadscan.instrumentation=, or nil) and publishes.
+      # An event of the hook's own doing (a `require` it makes, left to Ruby) is not published
+      # again while it runs: that would call the hook from itself, without end.
       def publish(hook, event, payload, notify: true)
-        hook&.call(event, payload)
-        ActiveSupport::Notifications.instrument("#{event}.loadscan", payload) if notify && defined?(ActiveSupport::Notifications)
-      rescue StandardError, ScriptError => e # a LoadError of a file the hook or AS::Notifications loads
-        Warnings.once(:instrumentation, "an instrumentation hook raised #{e.class} (#{e.message}) on #{event}; ignored")
+        return if Thread.current[:loadscan_publishing]
+
+        begin
+          Thread.current[:loadscan_publishing] = true
+          hook&.call(event, payload)
+          ActiveSupport::Notifications.instrument("#{event}.loadscan", payload) if notify && defined?(ActiveSupport::Notifications)
+        rescue StandardError, ScriptError => e # a LoadError of a file the hook or AS::Notifications loads
+          Warnings.once(:instrumentation, "an instrumentation hook raised #{e.class} (#{e.message}) on #{event}; ignored")
+        ensure
+          Thread.current[:loadscan_publishing] = false
+        end
       end
     end
   end
