@@ -74,19 +74,19 @@ pub fn lookup(ruby: &Ruby, feature: Value) -> Result<Value, Error> {
         Some(bytes) => try_synced(|s| s.find(&bytes, &NoGvl))?,
         None => None,
     };
-    report_pending(ruby);
+    report_pending(ruby)?;
     Ok(convert::lookup_answer(ruby, found, feature))
 }
 
 /// `sync`: syncs now (scanning new entries); how many roots are known. What it scanned is the
 /// caller's to report (setup reports it as `:cache_load`), not a rescan.
-pub fn sync(ruby: &Ruby) -> Option<usize> {
+pub fn sync(ruby: &Ruby) -> Result<Option<usize>, Error> {
     let roots = with_synced(|s| {
         s.forget_rescan();
         s.root_count()
     });
-    report_pending(ruby);
-    roots
+    report_pending(ruby)?;
+    Ok(roots)
 }
 
 /// `problems`: everything scans worked around so far, `[[kind, message], …]`.
