@@ -204,6 +204,7 @@ module Loadscan
         raise Usage, why
       end
 
+      settle
       result = Loadscan.save
       # Read-only from here: the exit writes neither the cache again nor a last boot's record
       # (this is no boot of the app's; `loadscan stats` shows the app's own last boot).
@@ -215,6 +216,15 @@ module Loadscan
         "#{result} #{d["cache_dir"]}: #{d["entries"]} entries, #{d["features"]} features#{d["bundler"] ? " (load path from #{d["bundler"]})" : ""}"
       end
       %i[written clean].include?(result) ? 0 : 1
+    end
+
+    # Directories changed just before the build (a Docker `COPY`) are racy: a boot would list
+    # them again, every boot of a cache only ever read. Waits out their window (about a second
+    # after the last change) and lists them again, so the cache written is used whole.
+    def settle
+      while (wait = Native.relist_racy)
+        sleep(wait)
+      end
     end
 
     def cmd_verify(_args)

@@ -11,7 +11,6 @@ require_relative "../support/bundler_app"
 # Every process here runs with HOME in the test's dir and no LOADSCAN_CACHE_DIR, as a user's.
 class AppDirTest < Minitest::Test
   SETUP = Loadscan::TestSupport::RubyProcess::SETUP
-  EXE = File.join(Loadscan::TestSupport::ROOT, "exe", "loadscan")
   BOOT = <<~RUBY
     require "bundler/setup" if File.file?(File.expand_path("../Gemfile", __dir__))
     $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
@@ -25,8 +24,7 @@ class AppDirTest < Minitest::Test
     app = File.join(dir, name)
     make_tree(app, [["config/boot.rb", BOOT], ["lib/thing.rb", ""]])
     if gemfile
-      File.write(File.join(app, "Gemfile"), "source \"https://rubygems.org\"\n")
-      Loadscan::TestSupport::BundlerApp.bundle_lock(app)
+      Loadscan::TestSupport::BundlerApp.empty_bundle(app)
     end
     app
   end
@@ -43,7 +41,7 @@ class AppDirTest < Minitest::Test
   end
 
   def cli(dir, app, *args)
-    run = run_ruby(file: EXE, args: args, env: env(dir, app), chdir: app)
+    run = run_ruby(file: Loadscan::TestSupport::EXE, args: args, env: env(dir, app), chdir: app)
     [run.stdout, run.stderr, run.status.exitstatus]
   end
 

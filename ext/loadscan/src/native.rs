@@ -43,6 +43,15 @@ pub fn save(ruby: &Ruby) -> Value {
     convert::saved(ruby, saved)
 }
 
+/// `relist_racy`: lists the racy directories of what this process listed again, once their
+/// window has passed (`loadscan build`, before it saves): nil when done (or nothing was racy, or
+/// busy), else the seconds to wait first (a Float).
+pub fn relist_racy() -> Result<Option<f64>, Error> {
+    let wait = try_state(|f| f.session.relist_racy(f.load_path.entries(), &NoGvl)).flatten();
+    raise_pending()?;
+    Ok(wait.map(|w| w.as_secs_f64()))
+}
+
 /// `record_last_boot(fields)`: writes this boot's figures, with `fields` (a Hash of Strings,
 /// Integers and booleans) first, beside the cache. nil, or why it could not (a String).
 pub fn record_last_boot(ruby: &Ruby, fields: RHash) -> Result<Option<String>, Error> {

@@ -16,8 +16,8 @@
 //! One job per file: `roots` (the registry of roots and their ranks), `lookup` (precedence:
 //! pure logic over what is listed, no I/O), `lazy` (listing deferred directories a lookup
 //! needs), `find` (the whole lookup: parse, locate, settle a miss with one `stat` per root),
-//! `sync` (revalidation and scans, the only user of `store::check_root`), `records` (what the
-//! cache is written from), `answer` (what `require` does with a lookup's result), `recent`
+//! `sync` (revalidation and scans, the only user of `store::check_root`), `racy` (listing racy
+//! directories again once their window has passed), `records` (what the cache is written from), `answer` (what `require` does with a lookup's result), `recent`
 //! (which question `answer` asks Ruby first), `explain` (introspection).
 //!
 //! # Lazy listing
@@ -37,6 +37,7 @@ mod find;
 mod ids;
 mod lazy;
 mod lookup;
+mod racy;
 mod recent;
 mod records;
 mod roots;

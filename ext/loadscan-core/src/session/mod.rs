@@ -175,6 +175,20 @@ impl Session {
         }
     }
 
+    /// Lists the racy directories of what this session listed again once their window has
+    /// passed (`Index::relist_racy`; `on_path` as for `save`), so the cache written next serves
+    /// every boot that only reads it (`loadscan build`): `Some(wait)` while a window is open.
+    pub fn relist_racy(&mut self, on_path: &[PathBuf], blocking: &impl Blocking) -> Option<Duration> {
+        let index = &mut self.index;
+        match blocking.run(|| index.relist_racy(on_path)) {
+            Ok(problems) => {
+                self.absorb(problems);
+                None
+            }
+            Err(wait) => Some(wait),
+        }
+    }
+
     /// The cache this session reads and writes (`None`: none, or refused at the start).
     pub fn cache(&self) -> Option<&CacheFile> {
         self.cache.as_ref()
