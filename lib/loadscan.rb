@@ -88,7 +88,7 @@ module Loadscan
     private def index_options(config)
       { dlext: config.dlext, threads: config.threads, cache_dir: config.cache_dir, env_key: config.env_key, uid: Process.euid,
         validate: config.validate, stable_dirs: config.stable_dirs, lazy: config.lazy, ignore_names: config.ignore_names,
-        ignore_paths: config.ignore_paths, static_ext: config.static_ext? }
+        ignore_paths: config.ignore_paths }
     end
 
     # A later setup with settings: they apply (readonly: from now on, at exit too); an index

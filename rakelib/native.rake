@@ -11,7 +11,7 @@ namespace :native do
     NativeGem.package("x86_64-linux-gnu", NativeGem.host_builds, strip: "strip")
   end
 
-  desc "Build pkg/loadscan-*-aarch64-linux-gnu.gem: cross-built against Debian's arm64 Ruby (run under qemu-user)"
+  desc "Build pkg/loadscan-*-aarch64-linux-gnu.gem: cross-built against each aarch64 Ruby (run under qemu-user)"
   task :aarch64 do
     NativeGem.package("aarch64-linux-gnu", NativeGem.aarch64_builds, strip: "aarch64-linux-gnu-strip")
   end

@@ -12,9 +12,17 @@ module NativeGem
   ROOT = File.expand_path("..", __dir__)
   # The x86_64 matrix: each Ruby's bin dir (LOADSCAN_NATIVE_RUBIES, colon-separated, to override).
   RUBIES = ENV.fetch("LOADSCAN_NATIVE_RUBIES", "/usr/bin:/opt/rubies/ruby-3.3.8/bin:/opt/rubies/ruby-3.4.5/bin").split(":")
-  # Debian's arm64 Ruby 3.1 (bin/setup unpacks it), run under qemu-user: rb-sys asks it for the
-  # target's RbConfig (headers and flags of the aarch64 build, from ruby3.1-dev:arm64).
-  AARCH64_RUBY = ENV.fetch("LOADSCAN_AARCH64_RUBY", "/opt/rubies/ruby-3.1-arm64/usr/bin/ruby3.1")
+  # The aarch64 matrix, by `ruby` executable (LOADSCAN_AARCH64_RUBIES, colon-separated, to
+  # override), each run under qemu-user for rb-sys, which asks it for the target's RbConfig
+  # (headers and flags of the aarch64 build): Debian's arm64 Ruby 3.1 (bin/setup unpacks it; its
+  # headers are ruby3.1-dev:arm64's) and the aarch64 builds of 3.3 and 3.4 from ../shared/rubies
+  # (bin/setup unpacks them at the prefix they were built for).
+  AARCH64_RUBIES = ENV.fetch("LOADSCAN_AARCH64_RUBIES",
+                             %w[/opt/rubies/ruby-3.1-arm64/usr/bin/ruby3.1 /opt/rubies/ruby-3.3.8-aarch64/bin/ruby
+                                /opt/rubies/ruby-3.4.5-aarch64/bin/ruby].join(":")).split(":")
+  # qemu-user emulating a Neoverse N1 (AWS Graviton 2): its default CPU ("max") emulates pointer
+  # authentication in software, which makes Ruby about 5 times slower.
+  QEMU = %w[qemu-aarch64-static -cpu neoverse-n1].freeze
   AARCH64_TARGET = "aarch64-unknown-linux-gnu"
   # The minors between two shipped ones (3.2 between 3.1 and 3.3) are excluded release by
   # release: RubyGems ANDs requirements, so a gap is `!= 3.2.0`, `!= 3.2.1`, …; 3.2 is
@@ -56,22 +64,31 @@ module NativeGem
     end
   end
 
-  # aarch64, cross-built: cargo for the aarch64 target, linked by Debian's cross gcc, against the
-  # RbConfig of Debian's arm64 Ruby (a wrapper runs it under qemu-user for rb-sys).
+  # aarch64, cross-built for each Ruby of AARCH64_RUBIES: cargo for the aarch64 target, linked by
+  # Debian's cross gcc, against that Ruby's RbConfig (a wrapper runs it under qemu-user for rb-sys),
+  # in a target dir of its own (target/aarch64-ruby-<minor>, kept by bin/cargo-cache).
   def aarch64_builds
-    raise "no aarch64 Ruby at #{AARCH64_RUBY} (bin/setup unpacks Debian's)" unless File.executable?(AARCH64_RUBY)
+    missing = AARCH64_RUBIES.reject { |ruby| File.executable?(ruby) }
+    raise "no aarch64 Ruby at #{missing.join(", ")} (bin/setup unpacks them)" unless missing.empty?
 
-    wrapper = File.join(ROOT, "tmp", "native", "ruby-aarch64")
+    AARCH64_RUBIES.map { |ruby| aarch64_build(ruby) }
+  end
+
+  def aarch64_build(ruby)
+    minor = minor_of(*QEMU, ruby)
+    # Named after the Ruby's install (ruby-3.1-arm64, ruby-3.4.5-aarch64): rb-sys reruns its build
+    # script when RUBY names another one, not when a wrapper's contents change.
+    name = File.basename(ruby.delete_suffix("/usr/bin/ruby3.1").delete_suffix("/bin/ruby"))
+    wrapper = File.join(ROOT, "tmp", "native", name)
     FileUtils.mkdir_p(File.dirname(wrapper))
-    File.write(wrapper, "#!/bin/sh\nexec qemu-aarch64-static #{AARCH64_RUBY} \"$@\"\n")
+    File.write(wrapper, "#!/bin/sh\nexec #{QEMU.join(" ")} #{ruby} \"$@\"\n")
     File.chmod(0o755, wrapper)
-    minor = minor_of(wrapper)
     target_dir = File.join(ROOT, "target", "aarch64-ruby-#{minor}")
     env = { "RUBY" => wrapper, "CARGO_TARGET_DIR" => target_dir,
             "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER" => "aarch64-linux-gnu-gcc" }
     system(env, "cargo", "build", "--release", "--locked", "-p", "loadscan", "--target", AARCH64_TARGET,
            chdir: ROOT, exception: true)
-    [Build.new(minor, File.join(target_dir, AARCH64_TARGET, "release", "libloadscan.so"))]
+    Build.new(minor, File.join(target_dir, AARCH64_TARGET, "release", "libloadscan.so"))
   end
 
   # RubyGems installs the gem only on the Rubies it holds a library for: from the lowest minor to

@@ -19,7 +19,7 @@ module Loadscan
       "stats" => "the figures of the app's last boot (requires answered, left to Ruby and why, cache use)",
       "problems" => "paths the scanner leaves to Ruby (loops, unreadable dirs, …)",
       "clear" => "delete the cache file",
-      "install" => "set this app up: Gemfile, config/boot.rb (Bootsnap keeps its compile cache only); shows the diff",
+      "install" => "set this app up: Gemfile, config/boot.rb (Bootsnap keeps its compile cache only), Dockerfile; shows the diff",
     }.freeze
 
     # How long `doctor` lets the app's boot run, in seconds, unless --timeout says otherwise.
@@ -286,17 +286,21 @@ module Loadscan
       require_relative "installer"
       installer = Installer.new(Dir.pwd)
       changes = installer.changes.select(&:changed?)
+      diff = changes.map(&:diff).join # before writing: nothing after it can fail
       installer.write(changes) unless @dry_run
-      data = { "dry_run" => @dry_run, "changed" => changes.map(&:path), "diff" => changes.map(&:diff).join }
-      summary = if changes.empty? then "nothing to change: loadscan is set up in Gemfile and config/boot.rb"
-                elsif @dry_run then "--dry-run: nothing written"
-                else "changed #{data["changed"].join(", ")}#{data["changed"].include?("Gemfile") ? "; now run `bundle install`" : ""}"
-                end
-      emit(data) { |d| [*d["diff"].lines.map(&:chomp), summary] }
+      data = { "dry_run" => @dry_run, "changed" => changes.map(&:path), "diff" => diff, "notes" => installer.notes }
+      emit(data) { |d| [*d["diff"].lines.map(&:chomp), *d["notes"], install_summary(changes.map(&:path))] }
       0
     rescue Installer::Refused, SystemCallError => e
       @err.puts("loadscan install: #{e.message}")
       1
+    end
+
+    def install_summary(changed)
+      if changed.empty? then "nothing to change: loadscan is set up in Gemfile and config/boot.rb"
+      elsif @dry_run then "--dry-run: nothing written"
+      else "changed #{changed.join(", ")}#{changed.include?("Gemfile") ? "; now run `bundle install`" : ""}"
+      end
     end
 
     def cmd_doctor(_args)

@@ -61,19 +61,15 @@ module Loadscan
       @dlext = defined?(RbConfig) ? RbConfig::CONFIG["DLEXT"] : ""
     end
 
-    # Whether this Ruby links its extensions in (`--with-static-linked-ext`): it provides `etc`,
-    # `digest`, `json/ext/parser`, … with no file on disk, found only by Ruby's own search after
-    # every entry, so loadscan leaves misses to it. Without RbConfig (`--disable-gems`), such a
-    # Ruby is known by the encoding database it provides at boot (`encdb.so`, linked in too).
-    def static_ext?
-      defined?(RbConfig) ? RbConfig::CONFIG["EXTSTATIC"] == "static" : $LOADED_FEATURES.include?("encdb.so")
-    end
-
     # The key a cache file must carry: written by another loadscan or Ruby, or with other
-    # directories ignored, it is not used.
+    # directories ignored, it is not used. A Ruby that links its extensions in
+    # (`--with-static-linked-ext`) is another Ruby: the cache also keeps which features Ruby's
+    # own search could not load, and that Ruby provides many with no file. Without RbConfig
+    # (`--disable-gems`) dlext is empty, so such a boot has a key of its own anyway.
     def env_key
       ignored = (ignore_names + ignore_paths).join(File::PATH_SEPARATOR)
-      "loadscan #{VERSION} #{RUBY_REVISION} #{RUBY_PLATFORM} #{dlext} ignore=#{ignored}"
+      linked = defined?(RbConfig) ? RbConfig::CONFIG["EXTSTATIC"].to_s : ""
+      "loadscan #{VERSION} #{RUBY_REVISION} #{RUBY_PLATFORM} #{dlext} static=#{linked} ignore=#{ignored}"
     end
 
     # Directories whose contents only change on install (gems, Ruby's own libraries): cached

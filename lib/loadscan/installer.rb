@@ -1,116 +1,111 @@
 # frozen_string_literal: true
 
-require "open3"
-require "tempfile"
+require_relative "installer/ruby_source"
+require_relative "installer/app_file"
+require_relative "installer/diff"
+require_relative "installer/gemfile"
+require_relative "installer/boot"
+require_relative "installer/dockerfile"
 
 module Loadscan
-  # `loadscan install`, run in an app's directory: the edits the README's "Use" and "Coming from
-  # Bootsnap" sections describe, made for the user. The Gemfile gets `gem "loadscan"` if it has no
-  # such line; config/boot.rb gets `require "loadscan/setup"` after `require "bundler/setup"`, and
-  # a `require "bootsnap/setup"` becomes a Bootsnap setup that keeps its compile cache only (its
-  # load-path cache would answer requires before loadscan). Only lines it recognizes are changed;
-  # anything else in config/boot.rb about Bundler or Bootsnap makes it refuse, changing nothing.
+  # `loadscan install`, run in an app's directory: the edits the README's "Use", "Coming from
+  # Bootsnap" and Docker paragraphs describe, made for the user. The Gemfile gets a top-level
+  # `gem "loadscan"` unless every boot's bundle already has loadscan (Gemfile); config/boot.rb
+  # gets `require "loadscan/setup"` after `require "bundler/setup"`, and Bootsnap's load-path
+  # cache is turned off there (Boot); a Rails Dockerfile gets `loadscan build` and its boots'
+  # settings (Dockerfile). Files are parsed, not matched line by line, and what the installer
+  # does not recognise it refuses (Refused: nothing is written), except the Dockerfile, which it
+  # then leaves alone with a note. Files are replaced atomically, all or none (AppFile).
   class Installer
-    # A file's text before and after (`after == before`: nothing to change).
-    Change = Struct.new(:path, :before, :after) do
+    # A file's text before and after (`after == before`: nothing to change), and the file.
+    Change = Struct.new(:path, :before, :after, :file) do
       def changed? = before != after
 
-      # `diff -u` of the change, the paths relative to the app.
-      def diff
-        Tempfile.create("loadscan-install") do |f|
-          f.write(after)
-          f.close
-          out, = Open3.capture2("diff", "-u", "--label", "a/#{path}", "--label", "b/#{path}", "-", f.path, stdin_data: before)
-          out
+      # The change as a unified diff, the paths relative to the app.
+      def diff = Diff.unified(path, before, after)
+    end
+
+    # The app's files are not what the installer knows how to edit: the message says what it
+    # found and what to do by hand.
+    class Refused < StandardError; end
+
+    BY_HAND = "add the lines by hand (README: \"Use\" and \"Coming from Bootsnap\")"
+
+    # What the installer left alone and why (a Dockerfile it does not recognise).
+    attr_reader :notes
+
+    def initialize(dir)
+      @dir = dir
+      @notes = []
+    end
+
+    # The changes to make, in the order they are written (Gemfile, config/boot.rb, Dockerfile):
+    # a boot never requires loadscan before the Gemfile has it. Raises Refused.
+    def changes
+      gemfile = required("Gemfile")
+      boot = required(File.join("config", "boot.rb"))
+      rails = File.file?(File.join(@dir, "config", "application.rb"))
+      [Change.new(gemfile.rel, gemfile.text, Gemfile.after(gemfile.rel, gemfile.text, gemfile.eol, rails: rails), gemfile),
+       Change.new(boot.rel, boot.text, Boot.after(boot.rel, boot.text, boot.eol), boot), *dockerfile]
+    end
+
+    # Signals held back while files are replaced (then sent again), as Thread#raise and
+    # Thread#kill are.
+    SIGNALS = %w[INT TERM HUP].freeze
+
+    # Writes the changed files: each new text into a file beside the old one first, then each
+    # renamed over it, in order. Interrupts wait until all are renamed; on an error none is
+    # renamed (unless a rename itself fails) and no new file is left behind.
+    def write(changes)
+      changes = changes.select(&:changed?)
+      holding_signals do
+        Thread.handle_interrupt(Object => :never) do
+          changes.each { |change| change.file.stage(change.after) }
+          changes.each { |change| change.file.commit }
+        ensure
+          changes.each { |change| change.file.discard }
         end
       end
     end
 
-    # config/boot.rb or the Gemfile are not what the installer knows how to edit: the message
-    # says what it found and what to do by hand.
-    class Refused < StandardError; end
-
-    BUNDLER_SETUP = /\Arequire[ (]\s*["']bundler\/setup["']\s*\)?\s*(#.*)?\z/
-    BOOTSNAP_SETUP = /\Arequire[ (]\s*["']bootsnap\/setup["']\s*\)?\s*(#.*)?\z/
-    LOADSCAN_SETUP = %(require "loadscan/setup")
-    # Bootsnap without its load-path cache (README, "Coming from Bootsnap").
-    BOOTSNAP_COMPILE_CACHE = <<~RUBY
-      require "bootsnap" # its compile cache only: loadscan answers require
-      Bootsnap.setup(cache_dir: File.expand_path("../tmp/cache", __dir__), load_path_cache: false,
-                     compile_cache_iseq: true, compile_cache_yaml: true)
-    RUBY
-    BY_HAND = "add the lines by hand (README: \"Use\" and \"Coming from Bootsnap\")"
-
-    def initialize(dir)
-      @dir = dir
-    end
-
-    # The changes to make, in order (Gemfile, config/boot.rb); raises Refused.
-    def changes
-      [gemfile, boot]
-    end
-
-    # Writes the changed files (each with one rename: a reader sees the old or the new file).
-    def write(changes)
-      changes.select(&:changed?).each do |change|
-        path = File.join(@dir, change.path)
-        tmp = "#{path}.loadscan-install#{Process.pid}"
-        File.write(tmp, change.after)
-        File.chmod(File.stat(path).mode & 0o7777, tmp)
-        File.rename(tmp, path)
+    # `lines` with `inserts` made (`{index => [line, ...]}`: before lines[index]), each line
+    # ending with `eol`; a last line without an ending gets `eol` when lines come after it.
+    def self.insert(lines, inserts, eol)
+      lines = lines.dup
+      inserts.sort.reverse_each do |index, added|
+        lines[index - 1] = "#{lines[index - 1]}#{eol}" if index.positive? && !lines[index - 1].end_with?("\n")
+        lines.insert(index, *added.map { |line| "#{line}#{eol}" })
       end
+      lines.join
     end
 
     private
 
-    def read(rel)
-      File.read(File.join(@dir, rel))
-    rescue Errno::ENOENT
-      raise Refused, "no #{rel} in #{@dir}: run `loadscan install` in the app's directory"
+    # Runs the block with SIGNALS caught and noted (Thread.handle_interrupt does not hold back
+    # signals), then puts the handlers back and sends each noted signal again, to be handled as
+    # it would have been.
+    def holding_signals
+      caught = []
+      handlers = {}
+      SIGNALS.each { |sig| handlers[sig] = Signal.trap(sig) { caught << sig } } if Thread.current == Thread.main
+      yield
+    ensure
+      handlers.each { |sig, handler| Signal.trap(sig, handler || "DEFAULT") }
+      caught.uniq.each { |sig| Process.kill(sig, Process.pid) }
     end
 
-    def gemfile
-      text = read("Gemfile")
-      return Change.new("Gemfile", text, text) if text.match?(/^\s*gem[ (]\s*["']loadscan["']/)
-
-      # A Rails app loads the railtie (`rails loadscan:clear`, run by `rails tmp:clear`).
-      rails = File.file?(File.join(@dir, "config", "application.rb"))
-      line = %(gem "loadscan", require: #{rails ? '"loadscan/railtie"' : "false"} # a load-path cache for require\n)
-      Change.new("Gemfile", text, "#{text}#{text.empty? || text.end_with?("\n") ? "" : "\n"}#{line}")
+    def required(rel)
+      AppFile.read(@dir, rel) or raise Refused, "no #{rel} in #{@dir}: run `loadscan install` in the app's directory"
     end
 
-    def boot
-      rel = File.join("config", "boot.rb")
-      text = read(rel)
-      lines = text.lines
-      only_line(lines, /bundler\/setup/, BUNDLER_SETUP, rel, "one top-level `require \"bundler/setup\"` line")
-      lines = with_bootsnap_compile_cache_only(lines, rel)
-      unless lines.any? { |l| l.include?("loadscan/setup") }
-        lines.insert(lines.index { |l| l.chomp.match?(BUNDLER_SETUP) } + 1, "#{LOADSCAN_SETUP}\n")
-      end
-      Change.new(rel, text, lines.join)
-    end
-
-    # The index of the one line mentioning `mention`, which must match `form`; else Refused.
-    def only_line(lines, mention, form, rel, expected)
-      found = lines.each_index.select { |i| lines[i].match?(mention) && !lines[i].lstrip.start_with?("#") }
-      return found.first if found.size == 1 && lines[found.first].chomp.match?(form)
-
-      where = found.map { |i| "line #{i + 1}: #{lines[i].strip}" }.join("; ")
-      raise Refused, "#{rel} is not a form loadscan install edits: expected #{expected}, found " \
-                     "#{where.empty? ? "none" : where}; #{BY_HAND}"
-    end
-
-    # `require "bootsnap/setup"` replaced; a Bootsnap.setup already without the load-path cache
-    # kept; any other use of Bootsnap: Refused.
-    def with_bootsnap_compile_cache_only(lines, rel)
-      code = lines.reject { |l| l.lstrip.start_with?("#") }
-      return lines unless code.any? { |l| l.match?(/bootsnap/i) }
-      return lines if code.join.match?(/Bootsnap\.setup\b[^#]*load_path_cache:\s*false/m)
-
-      at = only_line(lines, /bootsnap/i, BOOTSNAP_SETUP, rel, "`require \"bootsnap/setup\"` (or a `Bootsnap.setup` " \
-                                                              "with `load_path_cache: false`)")
-      lines[0...at] + BOOTSNAP_COMPILE_CACHE.lines + lines[(at + 1)..]
+    def dockerfile
+      file = AppFile.read(@dir, "Dockerfile") or return []
+      after, note = Dockerfile.after(file.rel, file.text, file.eol)
+      @notes << note if note
+      [Change.new(file.rel, file.text, after, file)]
+    rescue Refused => e
+      @notes << "Dockerfile left as it is: #{e.message}"
+      []
     end
   end
 end

@@ -52,6 +52,34 @@ class ProvidedFeaturesTest < Minitest::Test
     end
   end
 
+  # Everything this Ruby provides with no file, found without a list of names: every string in
+  # its binaries that could be a native feature's name (`*.so`), kept when Ruby's own search
+  # answers it with an empty $LOAD_PATH (then only its table of linked-in extensions can).
+  # Ruby 3.3 and 3.4 provide Prism's `prism/prism.so` so (what `require "prism"` needs), a
+  # static build every extension.
+  DISCOVER = <<~RUBY
+    bins = [RbConfig.ruby, File.join(RbConfig::CONFIG["libdir"], RbConfig::CONFIG["LIBRUBY_SO"].to_s)].select { File.file?(_1) }
+    names = bins.flat_map { |b| File.binread(b).scan(%r{[A-Za-z0-9_/.-]+\.so(?=\0)}) }.uniq
+    $LOAD_PATH.clear
+    report(names.select { |n| (r = $LOAD_PATH.resolve_feature_path(n) rescue nil) && !r[1].start_with?("/") }.sort)
+  RUBY
+
+  def test_every_feature_this_ruby_provides_without_a_file_requires_as_stock
+    run = run_ruby(DISCOVER, loadscan: false)
+    assert run.success?, run.stderr
+    provided = run.report
+    assert_includes provided, "prism/prism.so", "Ruby #{RUBY_VERSION} links Prism in" if RUBY_VERSION >= "3.3"
+    assert_operator provided.size, :>, 50, provided.inspect if RbConfig::CONFIG["EXTSTATIC"] == "static"
+    # Each as a program spells it (bare, then `.so`), behind a miss of each, twice; `prism`
+    # itself where there is one.
+    features = provided.flat_map { [_1.delete_suffix(".so"), _1] }
+    features.unshift("prism") if provided.include?("prism/prism.so")
+    [[], ["--disable-gems"]].each do |opts|
+      _, fast = assert_same_as_stock(requires_of(features), ruby_opts: opts)
+      assert_operator fast.stats[:hits], :>, 0, "#{opts}: loadscan answered nothing" if fast.stats && features.include?("prism")
+    end
+  end
+
   def test_extensions_provided_without_a_file_after_a_miss_and_under_bundler_style_load_paths
     # `json` first (it requires json/ext, then json/ext/parser and generator, linked in on a
     # static Ruby), with app entries in front that have none of them.

@@ -1,26 +1,25 @@
 # frozen_string_literal: true
 
 require_relative "../test_helper"
+require_relative "../support/installer_run"
 
-# `loadscan install` (exe/loadscan in a real process) on apps' Gemfile and config/boot.rb: the
-# edits, the diff it shows, --dry-run, a second run, and the boot.rb files it refuses to edit.
-# test/integration/install_test.rb boots a real Rails app after it.
+# `loadscan install` (exe/loadscan in a real process) on apps' Gemfile, config/boot.rb and
+# Dockerfile: the edits, the diff it shows, --dry-run, a second run, and the files it refuses to
+# edit. test/loadscan/installer_files_test.rb checks how it writes them (links, owners, modes,
+# line endings, interrupts); test/integration/install_test.rb boots a real Rails app after it.
 class InstallerTest < Minitest::Test
-  EXE = File.join(Loadscan::TestSupport::ROOT, "exe", "loadscan")
+  include Loadscan::TestSupport::InstallerRun
+
   GEMFILE = %(source "https://rubygems.org"\ngem "rails"\ngem "bootsnap", require: false\n)
+  # Rails 8's config/boot.rb (Rails 5.2 to 7 have single quotes on the first line).
   RAILS_BOOT = <<~RUBY
-    ENV['BUNDLE_GEMFILE'] ||= File.expand_path('../Gemfile', __dir__)
+    ENV["BUNDLE_GEMFILE"] ||= File.expand_path("../Gemfile", __dir__)
 
     require "bundler/setup" # Set up gems listed in the Gemfile.
     require "bootsnap/setup" # Speed up boot time by caching expensive operations.
   RUBY
-
-  def install(dir, *args)
-    run = run_ruby(file: EXE, args: [*args, "install"], env: { "BUNDLE_GEMFILE" => nil }, chdir: dir)
-    [run.stdout, run.stderr, run.status.exitstatus]
-  end
-
-  def files(dir) = %w[Gemfile config/boot.rb].to_h { |f| [f, File.exist?(File.join(dir, f)) && File.read(File.join(dir, f))] }
+  NO_LOAD_PATH_CACHE = %(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache\n)
+  LOADSCAN_LINE = %(gem "loadscan", require: false # a load-path cache for require\n)
 
   def test_rails_app_with_bootsnap_dry_run_then_install_then_nothing
     with_files([["Gemfile", GEMFILE], ["config/boot.rb", RAILS_BOOT], ["config/application.rb", ""]]) do |dir|
@@ -29,23 +28,15 @@ class InstallerTest < Minitest::Test
       assert_equal [0, ""], [status, err]
       assert_equal before, files(dir), "--dry-run wrote"
       assert_includes out, %(+gem "loadscan", require: "loadscan/railtie")
-      assert_includes out, %(-require "bootsnap/setup" # Speed up boot time by caching expensive operations.\n+require "loadscan/setup"\n)
-      assert_includes out, "load_path_cache: false"
+      assert_includes out, %( require "bundler/setup" # Set up gems listed in the Gemfile.\n+require "loadscan/setup"\n+#{NO_LOAD_PATH_CACHE})
+      assert_includes out, %(\n require "bootsnap/setup" # Speed up boot time by caching expensive operations.\n)
       assert out.end_with?("--dry-run: nothing written\n"), out
 
       out2, err, status = install(dir)
       assert_equal [0, ""], [status, err]
       assert_equal out.sub("--dry-run: nothing written", "changed Gemfile, config/boot.rb; now run `bundle install`"), out2
       after = files(dir)
-      assert_equal <<~RUBY, after["config/boot.rb"]
-        ENV['BUNDLE_GEMFILE'] ||= File.expand_path('../Gemfile', __dir__)
-
-        require "bundler/setup" # Set up gems listed in the Gemfile.
-        require "loadscan/setup"
-        require "bootsnap" # its compile cache only: loadscan answers require
-        Bootsnap.setup(cache_dir: File.expand_path("../tmp/cache", __dir__), load_path_cache: false,
-                       compile_cache_iseq: true, compile_cache_yaml: true)
-      RUBY
+      assert_equal RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n#{NO_LOAD_PATH_CACHE})), after["config/boot.rb"]
       assert_equal %(#{GEMFILE}gem "loadscan", require: "loadscan/railtie" # a load-path cache for require\n), after["Gemfile"]
 
       assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", "", 0], install(dir)
@@ -63,7 +54,56 @@ class InstallerTest < Minitest::Test
     end
     with_files([["Gemfile", %(gem "rack")], ["config/boot.rb", %(require "bundler/setup"\n)]]) do |dir|
       assert_equal 0, install(dir).last
-      assert_equal %(gem "rack"\ngem "loadscan", require: false # a load-path cache for require\n), files(dir)["Gemfile"]
+      assert_equal %(gem "rack"\n#{LOADSCAN_LINE}), files(dir)["Gemfile"]
+    end
+  end
+
+  # Where the Gemfile names loadscan for every boot (nothing added), and where it does not name
+  # it at all (a commented line, a string, another gem): the line added.
+  EVERY_BOOT = [%(gem "loadscan", path: "../loadscan"\n), %(gem("loadscan", "~> 0.1", require: "loadscan/railtie")\n),
+                %(source "https://gems.example" do\n  gem "loadscan"\nend\n), %(group :default do\n  gem "loadscan"\nend\n),
+                %(gem "loadscan", group: [:default, :test]\n), %(gem "loadscan", :require => false\n)].freeze
+  NONE = [%(# gem "loadscan"\n), %(gem "loadscan-extra"\n), %(puts "gem 'loadscan'"\n), %(=begin\ngem "loadscan"\n=end\n)].freeze
+
+  def test_a_gemfile_naming_loadscan_for_every_boot_is_kept_and_one_without_gets_the_line
+    (EVERY_BOOT + NONE).each do |gemfile|
+      with_files([["Gemfile", gemfile], ["config/boot.rb", %(require "bundler/setup"\n)]]) do |dir|
+        out, err, status = install(dir)
+        assert_equal [0, ""], [status, err], gemfile
+        expected = EVERY_BOOT.include?(gemfile) ? gemfile : gemfile + LOADSCAN_LINE
+        assert_equal expected, files(dir)["Gemfile"], gemfile
+        assert_includes out, "changed #{EVERY_BOOT.include?(gemfile) ? "config/boot.rb" : "Gemfile, config/boot.rb"}"
+      end
+    end
+  end
+
+  # Issue 29 (b): loadscan in a group (or for some platforms, or behind a condition) is not in
+  # the bundle of every boot; `require "loadscan/setup"` in config/boot.rb would raise LoadError
+  # in the others (BUNDLE_WITHOUT=development). Each Gemfile, and what the refusal names.
+  SOME_BOOTS = [
+    [%(group :development do\n  gem "loadscan"\nend\n), "line 2 (gem \"loadscan\"), inside `group :development do`"],
+    [%(group :development, :test do\n  gem "loadscan", require: false\nend\n), "inside `group :development, :test do`"],
+    [%(gem "loadscan", group: :development\n), "line 1 (gem \"loadscan\", group: :development), with `group:`"],
+    [%(gem "loadscan", :groups => [:development, :test]\n), "with `groups:`"],
+    [%(platforms :mri do\n  gem "loadscan"\nend\n), "inside `platforms :mri do`"],
+    [%(gem "loadscan", platforms: :mri\n), "with `platforms:`"],
+    [%(gem "loadscan", install_if: -> { RUBY_PLATFORM.include?("linux") }\n), "with `install_if:`"],
+    [%(if ENV["FAST_BOOT"]\n  gem "loadscan"\nend\n), "line 2 (gem \"loadscan\"), inside code loadscan install does not read (line 1)"],
+    [%(gem "loadscan", **OPTIONS\n), "with options loadscan install does not read"],
+    [%(group :test do\n  %w[a].each { gem "loadscan" }\nend\n), "inside `group :test do`"],
+  ].freeze
+
+  def test_refuses_a_gemfile_that_names_loadscan_only_for_some_boots
+    SOME_BOOTS.each do |gemfile, where|
+      with_files([["Gemfile", gemfile], ["config/boot.rb", %(require "bundler/setup"\n)]]) do |dir|
+        before = files(dir)
+        out, err, status = install(dir)
+        assert_equal ["", 1], [out, status], gemfile
+        assert_match(/\Aloadscan install: Gemfile names loadscan only for some boots: /, err)
+        assert_includes err, where, gemfile
+        assert_includes err, "would raise LoadError where the bundle lacks it (BUNDLE_WITHOUT"
+        assert_equal before, files(dir), gemfile
+      end
     end
   end
 
@@ -75,13 +115,32 @@ class InstallerTest < Minitest::Test
     end
   end
 
+  # Rails' `require "bootsnap/setup"` with the user's own Bootsnap settings before it: kept, and
+  # the load-path cache turned off once (a variable the user already set that way: nothing added).
+  def test_bootsnap_setup_keeps_the_users_bootsnap_settings
+    settings = %(ENV["BOOTSNAP_CACHE_DIR"] ||= "/var/cache/app"\nENV['BOOTSNAP_READONLY'] = "1"\n)
+    with_files([["Gemfile", GEMFILE], ["config/boot.rb", RAILS_BOOT.sub("\nrequire \"bundler", "\n#{settings}require \"bundler")]]) do |dir|
+      assert_equal 0, install(dir).last
+      assert_equal RAILS_BOOT.sub("\nrequire \"bundler", "\n#{settings}require \"bundler")
+                             .sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n#{NO_LOAD_PATH_CACHE})), files(dir)["config/boot.rb"]
+    end
+    own = %(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] = "yes"\n)
+    with_files([["Gemfile", GEMFILE], ["config/boot.rb", own + RAILS_BOOT]]) do |dir|
+      assert_equal 0, install(dir).last
+      assert_equal own + RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n)), files(dir)["config/boot.rb"]
+    end
+  end
+
   # Each: what config/boot.rb holds, and what the refusal names. Nothing is written.
   REFUSED = [
     [%(require "rubygems"\n), /expected one top-level `require "bundler\/setup"` line, found none/],
     [%(if ENV["X"]\n  require "bundler/setup"\nend\n), /found line 2: require "bundler\/setup"/],
     [%(require "bundler/setup"\nrequire "bundler/setup"\n), /found line 1: .*; line 2: /],
+    [%(require "bundler/setup"; require "x"\n), /found line 1: require "bundler\/setup"; require "x"/],
     [%(require "bundler/setup"\nrequire "bootsnap/setup" if ENV["BOOTSNAP"]\n), /expected `require "bootsnap\/setup"`.*line 2/],
-    [%(require "bundler/setup"\nrequire "bootsnap"\nBootsnap.setup(cache_dir: "tmp/cache")\n), /expected `require "bootsnap\/setup"`/],
+    [%(require "bundler/setup"\nrequire "bootsnap"\nBootsnap.setup(cache_dir: "tmp/cache")\n), /expected `require "bootsnap\/setup"`.*line 2: require "bootsnap"; line 3: Bootsnap.setup/],
+    [%(require "bundler/setup"\nrequire "bootsnap/setup"\nENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] = "1"\n), /expected `ENV\["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"\] \|\|= "1".*` before `require "bootsnap\/setup"`, found line 3/],
+    [%(require "bundler/setup"\nrequire "bootsnap/setup"\nBootsnap.instrumentation = ->(*) {}\n), /found line 2: .*; line 3: Bootsnap.instrumentation/],
   ].freeze
 
   def test_refuses_a_boot_rb_it_does_not_understand_and_writes_nothing
@@ -98,13 +157,15 @@ class InstallerTest < Minitest::Test
     end
   end
 
-  def test_an_app_it_cannot_write_is_named_and_left_as_it_was
-    with_files([["Gemfile", GEMFILE], ["config/boot.rb", RAILS_BOOT]]) do |dir|
-      File.chmod(0o755, dir) # readable, not writable, by nobody
-      run = run_ruby(file: EXE, args: ["install"], env: { "BUNDLE_GEMFILE" => nil }, chdir: dir, as_nobody: true)
-      assert_equal [1, ""], [run.status.exitstatus, run.stdout]
-      assert_match(/\Aloadscan install: Permission denied .*#{Regexp.escape(dir)}\/Gemfile/, run.stderr)
-      assert_equal({ "Gemfile" => GEMFILE, "config/boot.rb" => RAILS_BOOT }, files(dir))
+  def test_refuses_files_that_do_not_parse
+    [["Gemfile", %(gem "rack"\nend\n), %(require "bundler/setup"\n)], ["config/boot.rb", GEMFILE, %(require "bundler/setup"\nif x\n)]].each do |bad, gemfile, boot|
+      with_files([["Gemfile", gemfile], ["config/boot.rb", boot]]) do |dir|
+        before = files(dir)
+        out, err, status = install(dir)
+        assert_equal ["", 1], [out, status]
+        assert_match(/\Aloadscan install: #{Regexp.escape(bad)} does not parse \(.+\): fix it, then run `loadscan install` again\n\z/, err)
+        assert_equal before, files(dir)
+      end
     end
   end
 
@@ -113,6 +174,64 @@ class InstallerTest < Minitest::Test
       assert_equal ["", "loadscan install: no config/boot.rb in #{dir}: run `loadscan install` in the app's directory\n", 1],
                    install(dir)
       assert_equal GEMFILE, File.read(File.join(dir, "Gemfile"))
+    end
+  end
+
+  # Rails 8's Dockerfile, its stages and the steps around Bootsnap's (test/integration/
+  # install_test.rb builds the one `rails new` generates).
+  DOCKERFILE = <<~DOCKER
+    # syntax=docker/dockerfile:1
+    ARG RUBY_VERSION=3.4.5
+    FROM docker.io/library/ruby:$RUBY_VERSION-slim AS base
+    WORKDIR /rails
+    ENV RAILS_ENV="production" \\
+        BUNDLE_WITHOUT="development"
+
+    FROM base AS build
+    RUN bundle install && \\
+        # -j 1 disable parallel compilation to avoid a QEMU bug: https://github.com/rails/bootsnap/issues/495
+        bundle exec bootsnap precompile -j 1 --gemfile
+    COPY . .
+    RUN bundle exec bootsnap precompile -j 1 app/ lib/
+    RUN SECRET_KEY_BASE_DUMMY=1 ./bin/rails assets:precompile
+
+    FROM base
+    USER 1000:1000
+    COPY --chown=rails:rails --from=build /rails /rails
+    CMD ["./bin/rails", "server"]
+  DOCKER
+  BUILD_LINES = %(\n# Write loadscan's load-path cache (tmp/cache/loadscan); the image's boots use it read-only.\nRUN bundle exec loadscan build\n)
+  RUNTIME_LINES = %(\n# loadscan: use the cache `loadscan build` wrote, never write it, and check it by listing\n) +
+                  %(# (a container's directories are new inodes and devices, not the ones the build saw).\n) +
+                  %(ENV LOADSCAN_READONLY="1" LOADSCAN_VALIDATE="listing"\n)
+
+  def test_a_rails_dockerfile_gets_loadscan_build_beside_bootsnaps_and_its_boots_settings
+    with_files([["Gemfile", GEMFILE], ["config/boot.rb", RAILS_BOOT], ["Dockerfile", DOCKERFILE]]) do |dir|
+      out, err, status = install(dir)
+      assert_equal [0, ""], [status, err]
+      assert_includes out, "changed Gemfile, config/boot.rb, Dockerfile; now run `bundle install`"
+      expected = DOCKERFILE.sub(%(app/ lib/\n), %(app/ lib/\n#{BUILD_LINES})).sub(%(FROM base\n), %(FROM base\n#{RUNTIME_LINES}))
+      assert_equal expected, files(dir)["Dockerfile"]
+      assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", "", 0], install(dir)
+    end
+  end
+
+  # Dockerfiles of another shape are left alone, with a note, and the rest is installed.
+  OTHER_DOCKERFILES = [
+    [%(FROM ruby:3.4\nCOPY . .\nRUN bundle install\n), "no single `RUN bundle exec bootsnap precompile … app/ lib/` step"],
+    [DOCKERFILE.sub("COPY . .\n", "COPY . .\nRUN bundle exec bootsnap precompile config/\n"), "no single"],
+    [DOCKERFILE.sub("COPY . .\n", "COPY <<EOF /etc/x\nRUN bundle exec bootsnap precompile app/\nEOF\n"), "it has a heredoc"],
+  ].freeze
+
+  def test_a_dockerfile_of_another_shape_is_left_alone_with_a_note
+    OTHER_DOCKERFILES.each do |dockerfile, why|
+      with_files([["Gemfile", GEMFILE], ["config/boot.rb", RAILS_BOOT], ["Dockerfile", dockerfile]]) do |dir|
+        out, err, status = install(dir)
+        assert_equal [0, ""], [status, err]
+        assert_match(/^Dockerfile left as it is \(#{Regexp.escape(why)}.*\): add `RUN bundle exec loadscan build`/, out)
+        assert_includes out, "changed Gemfile, config/boot.rb;"
+        assert_equal dockerfile, files(dir)["Dockerfile"]
+      end
     end
   end
 end

@@ -31,7 +31,7 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let ours = dir.join("flat");
     let theirs = dir.join("rkyv");
-    std::fs::write(&ours, encode(&records, b"env")).unwrap();
+    std::fs::write(&ours, encode(&records, &[], b"env")).unwrap();
     std::fs::write(&theirs, rkyv::to_bytes::<rkyv::rancor::Error>(&table).unwrap()).unwrap();
     let probe = format!("g{}/d0/f0", roots / 2);
     let order: Vec<PathBuf> = (0..roots).map(|r| PathBuf::from(format!("/gems/g{r}/lib"))).collect();

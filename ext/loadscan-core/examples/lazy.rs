@@ -58,7 +58,7 @@ fn main() {
             );
         }
         let t3 = Instant::now();
-        let bytes = loadscan_core::encode(&records, b"env");
+        let bytes = loadscan_core::encode(&records, &[], b"env");
         let encode_ns = t3.elapsed().as_nanos();
         // The next boot: the same lookups from the cache just written.
         let snapshot = loadscan_core::Snapshot::parse(bytes.clone(), b"env").expect("own cache");

@@ -20,7 +20,7 @@ const CHILD: &str = "LOADSCAN_CORE_CRASH_WRITER";
 /// file one `write_atomic` may replace) followed by one byte repeated.
 fn payloads() -> [Vec<u8>; 2] {
     [b'a', b'b'].map(|fill| {
-        let mut bytes = encode(&[], ENV);
+        let mut bytes = encode(&[], &[], ENV);
         bytes.resize(bytes.len() + (4 << 20), fill);
         bytes
     })
@@ -84,7 +84,7 @@ fn a_writer_killed_mid_write_leaves_a_whole_cache() {
     let left = std::fs::read(dir.join(NAME)).unwrap();
     assert!(whole.contains(&left), "a killed writer left a partial cache ({} bytes)", left.len());
     // The next process writes and reads a real cache over it.
-    let bytes = encode(&[], ENV);
+    let bytes = encode(&[], &[], ENV);
     CacheDir::create(&dir, uid).unwrap().write_atomic(NAME, &bytes).unwrap();
     assert!(load(&dir.join(NAME), ENV, uid).is_ok());
 }

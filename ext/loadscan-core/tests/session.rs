@@ -14,7 +14,7 @@ use loadscan_core::{
 };
 
 fn settings(cache: Option<CacheFile>) -> Settings {
-    Settings { dlext: b"so".to_vec(), policy: common::lazy_policy(), cache, static_ext: false }
+    Settings { dlext: b"so".to_vec(), policy: common::lazy_policy(), cache }
 }
 
 fn cache_in(t: &TempTree) -> CacheFile {
@@ -56,7 +56,9 @@ fn finds_files_with_rubys_precedence_and_is_sure_of_a_miss_only_while_nothing_ch
     assert_eq!(s.find(b"deep/a", &InPlace), Ok((Want::Bare, Some((path(t.path("app/lib/deep/a.rb")), Kind::Rb)))));
     assert_eq!(s.find(b"b", &InPlace), Ok((Want::Bare, Some((path(t.path("gems/x/lib/b.so")), Kind::Ext)))));
     assert_eq!(s.find(b"/abs/path", &InPlace), Err(Reason::NotFeature));
-    // A miss every root vouches for is sure: Ruby's LoadError without a search.
+    // A miss every root vouches for, once Ruby said its table of extensions without a file
+    // lacks it, is sure: Ruby's LoadError without a search.
+    s.learn_not_linked_in(b"deep/nope");
     assert_eq!(s.find(b"deep/nope", &InPlace), Ok((Want::Bare, None)));
     // A file appears where a listed directory was: no longer sure, Ruby searches.
     t.file("app/lib/deep/nope.rb");
@@ -70,19 +72,38 @@ fn a_native_spelling_nobody_has_is_searched_again_as_a_bare_feature() {
     age(&t.root);
     let mut s = started(&[t.path("lib")], None);
     assert_eq!(s.find(b"foo.so", &InPlace), Ok((Want::Ext, Some((path(t.path("lib/foo.so.rb")), Kind::Rb)))));
+    s.learn_not_linked_in(b"bar.so");
     assert_eq!(s.find(b"bar.so", &InPlace), Ok((Want::Ext, None)));
 }
 
 #[test]
-fn with_extensions_linked_in_only_a_rb_miss_is_sure() {
-    let t = TempTree::new("session-static");
+fn a_miss_ruby_may_provide_without_a_file_is_sure_once_ruby_said_so_and_the_cache_keeps_that() {
+    let t = TempTree::new("session-linked-in");
     t.dir("lib");
+    let order = vec![t.path("lib")];
     age(&t.root);
-    let (mut s, _) = Session::start(Settings { static_ext: true, ..settings(None) }, &InPlace);
-    s.sync(&[t.path("lib")], Duration::ZERO, &InPlace);
-    assert_eq!(s.find(b"zlib", &InPlace), Err(Reason::Missing));
+    let mut s = started(&order, Some(cache_in(&t)));
+    // Ruby's table of extensions without a file (Prism's `prism/prism.so`, every extension of
+    // a static build) may hold a bare or native spelling: only Ruby's search can tell.
+    assert_eq!(s.find(b"prism/prism", &InPlace), Err(Reason::Missing));
     assert_eq!(s.find(b"zlib.so", &InPlace), Err(Reason::Missing));
+    // The table is never asked for a `.rb` spelling.
     assert_eq!(s.find(b"zlib.rb", &InPlace), Ok((Want::Rb, None)));
+    // Ruby's own search raised LoadError for these spellings: their misses are sure now, and
+    // only for the spelling Ruby was asked (`zlib` is not `zlib.so`).
+    s.learn_not_linked_in(b"zlib.so");
+    s.learn_not_linked_in(b"zlib.rb");
+    assert_eq!(s.find(b"zlib.so", &InPlace), Ok((Want::Ext, None)));
+    assert_eq!(s.find(b"zlib", &InPlace), Err(Reason::Missing));
+    assert_eq!(s.find(b"prism/prism", &InPlace), Err(Reason::Missing));
+    // Learning makes the cache worth writing; the next boot of this Ruby knows it.
+    assert_eq!(s.save(&order, &InPlace), Saved::Written);
+    let mut warm = started(&order, Some(cache_in(&t)));
+    assert_eq!(warm.find(b"zlib.so", &InPlace), Ok((Want::Ext, None)));
+    assert_eq!(warm.find(b"zlib", &InPlace), Err(Reason::Missing));
+    // Learning what it knows changes nothing to write.
+    warm.learn_not_linked_in(b"zlib.so");
+    assert_eq!(warm.save(&order, &InPlace), Saved::Clean);
 }
 
 #[test]
@@ -106,7 +127,7 @@ fn the_cache_is_written_read_back_recorded_beside_and_cleared() {
     let stats = warm.stats(&Counters::new());
     assert_eq!((stats.roots_from_cache, stats.roots_scanned), (1, 0));
     assert_eq!(warm.find(b"a/b", &InPlace), Ok((Want::Bare, Some((path(t.path("lib/a/b.rb")), Kind::Rb)))));
-    assert_eq!(warm.find(b"a/nope", &InPlace), Ok((Want::Bare, None)));
+    assert_eq!(warm.find(b"a/nope", &InPlace), Err(Reason::Missing));
     let removed = cache_in(&t).clear().unwrap();
     assert_eq!(removed, vec![t.path("cache").join(CACHE_FILE), t.path("cache").join(LAST_BOOT_FILE)]);
     assert_eq!(std::fs::read_dir(t.path("cache")).unwrap().count(), 0);

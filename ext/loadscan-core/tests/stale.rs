@@ -19,7 +19,7 @@ fn a_dangling_symlink_is_never_a_sure_miss_and_is_listed_again_next_boot() {
         let (mut index, _) = cold(&order, &p, false);
         assert_eq!(answer(&mut index, &feature), "missing", "{label}");
         assert!(!index.confirm_missing(feature.as_bytes()), "{label}: a dangling link could satisfy it");
-        let bytes = encode(&settled_records(&index), ENV);
+        let bytes = encode(&settled_records(&index), &[], ENV);
         // The target appears: the directory holding the link does not change.
         t.file("config/settings.rb");
         assert!(!index.confirm_missing(feature.as_bytes()), "{label}: still not sure in this process");
@@ -27,7 +27,7 @@ fn a_dangling_symlink_is_never_a_sure_miss_and_is_listed_again_next_boot() {
         assert_eq!(report.refreshed, 1, "{label}: the directory with the link is listed again: {report:?}");
         assert_eq!(answer(&mut index, &feature), link.to_str().unwrap(), "{label}");
         // Once settled, the directory is trusted again: a miss there is sure.
-        let bytes = encode(&settled_records(&index), ENV);
+        let bytes = encode(&settled_records(&index), &[], ENV);
         let (mut index, report) = warm(&bytes, &order, &p);
         assert_eq!(report.fresh, 1, "{label}: {report:?}");
         assert_eq!(answer(&mut index, &format!("{dir}nope")), "missing", "{label}");
@@ -63,7 +63,7 @@ fn a_file_added_deep_in_a_stable_root_is_not_a_sure_miss() {
     let p = SyncPolicy { stable: vec![t.path("gems")], ..lazy_policy() };
     let (mut index, _) = cold(&order, &p, false);
     assert_eq!(answer(&mut index, "foo/a"), format!("{}/foo/a.rb", lib.display()));
-    let bytes = encode(&settled_records(&index), ENV);
+    let bytes = encode(&settled_records(&index), &[], ENV);
     let (mut index, report) = warm(&bytes, &order, &p);
     assert_eq!(report.fresh, 1);
     // Unchanged: a miss is sure, after one `stat` of the directory where the file would be.

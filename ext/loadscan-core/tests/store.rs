@@ -26,7 +26,7 @@ fn a_warm_index_answers_like_the_cold_one_without_scanning() {
     }
     assert!(!warm_index.is_dirty());
     // Files are stored once, in the feature table: a rewrite rebuilds the same listings.
-    assert_eq!(encode(&warm_index.records(1_000, 0), ENV), bytes);
+    assert_eq!(encode(&warm_index.records(1_000, 0), &[], ENV), bytes);
 }
 
 #[test]
@@ -170,7 +170,7 @@ fn roots_off_the_load_path_are_pruned_after_a_while() {
     let p = policy();
     let mut index = Index::new(b"so");
     index.sync(&[t.path("old"), t.path("new")], &p);
-    let bytes = encode(&index.records(1_000, 0), ENV);
+    let bytes = encode(&index.records(1_000, 0), &[], ENV);
     let (mut index, _) = warm(&bytes, &[t.path("new")], &p);
     index.set_order(&[t.path("new")]);
     assert_eq!(index.records(2_000, 500).len(), 2, "used recently: kept");
@@ -185,7 +185,7 @@ fn roots_off_the_load_path_are_bounded_in_number() {
     let t = TempTree::new("dead");
     t.file("app/a.rb");
     let p = policy();
-    let mut bytes = encode(&[], ENV);
+    let mut bytes = encode(&[], &[], ENV);
     let mut sizes = Vec::new();
     for run in 0..(DEAD_ROOTS_MIN + 40) {
         t.file(&format!("tmp{run}/t.rb"));
@@ -194,7 +194,7 @@ fn roots_off_the_load_path_are_bounded_in_number() {
         let now = 1_000 + run as i64;
         let mut records = index.records(now, now - 30 * 24 * 3600);
         bound_dead_roots(&mut records, &order);
-        bytes = encode(&records, ENV);
+        bytes = encode(&records, &[], ENV);
         sizes.push(bytes.len());
         assert!(records.len() <= 2 + DEAD_ROOTS_MIN, "run {run}: {} roots", records.len());
         assert_eq!(answer(&mut index, "t"), format!("{}/t.rb", t.path(&format!("tmp{run}")).display()));

@@ -39,7 +39,7 @@ fn hostile_bytes_never_panic() {
         let _ = lazy.lookup(f.as_bytes());
     }
     assert!(lazy.lazy_stats().listed >= 4);
-    let lazy_bytes = encode(&lazy.records(1_000, 0), ENV);
+    let lazy_bytes = encode(&lazy.records(1_000, 0), &[], ENV);
     for (good, p) in [(full, &p), (lazy_bytes, &lazy_policy())] {
         fuzz_cache(&good, &order, p);
     }
@@ -122,7 +122,7 @@ fn large_caches_load_from_disk() {
             RootRecord { listing: l, volatile: false, scanned_at_ns: 0, last_used_s: 0 }
         })
         .collect();
-    let bytes = encode(&records, ENV);
+    let bytes = encode(&records, &[], ENV);
     assert!(bytes.len() > 512 << 10, "{} bytes", bytes.len());
     let path = write_atomic(&t.path("cache"), "loadscan.cache", &bytes).unwrap();
     let uid = std::fs::metadata(&path).unwrap().uid();
@@ -139,7 +139,7 @@ fn large_caches_load_from_disk() {
 // ---- Sizes: the header first, then the size against it and a bound ----
 
 fn header(body_len: u64) -> Vec<u8> {
-    let good = encode(&[], ENV);
+    let good = encode(&[], &[], ENV);
     let mut h = good[..64].to_vec();
     h[16..24].copy_from_slice(&body_len.to_le_bytes());
     h
@@ -201,6 +201,7 @@ struct Crafted {
     ids: Vec<u32>,
     prefixes: Vec<u8>,
     prefix_slots: Vec<u32>,
+    not_linked_in: Vec<u32>,
     strings: Vec<u8>,
     n: [usize; 4], // roots, dirs, gaps, feats
 }
@@ -242,6 +243,7 @@ impl Crafted {
             self.ids.len(),
             self.prefixes.len() / 16,
             self.prefix_slots.len(),
+            self.not_linked_in.len() / 2,
             self.strings.len(),
         ];
         le(&mut body, &counts.map(|c| c as u32));
@@ -252,6 +254,7 @@ impl Crafted {
         le(&mut body, &self.ids);
         body.extend_from_slice(&self.prefixes);
         le(&mut body, &self.prefix_slots);
+        le(&mut body, &self.not_linked_in);
         body.extend_from_slice(&self.strings);
         let mut out = header(body.len() as u64);
         out[24..28].copy_from_slice(&crc32fast::hash(&body).to_le_bytes());
@@ -262,6 +265,19 @@ impl Crafted {
 
 const NONE: u32 = u32::MAX;
 const MANY: u32 = 0x8000_0000;
+
+#[test]
+fn a_learned_feature_whose_string_lies_outside_the_file_is_left_out() {
+    // The features Ruby's own search could not load: one intact, one pointing past the
+    // strings. The damaged one is simply not known (its miss goes to Ruby), never read.
+    let mut c = Crafted::default();
+    let good = c.string(b"optional/thing");
+    c.not_linked_in = vec![good[0], good[1], 3, u32::MAX];
+    c.slots = vec![NONE];
+    c.prefix_slots = vec![NONE];
+    let s = Snapshot::parse(c.bytes(), ENV).expect("well-formed");
+    assert_eq!(s.not_linked_in().collect::<Vec<_>>(), vec![&b"optional/thing"[..]]);
+}
 
 #[test]
 fn a_crafted_slot_table_cannot_make_lookups_long() {

@@ -17,7 +17,7 @@ use loadscan_core::{resolve, Reason, Resolved};
 use crate::convert::{feature_bytes, feature_path, path_string};
 use crate::hooks::{report_deferral, report_pending};
 use crate::nogvl::NoGvl;
-use crate::state::{try_synced, COUNTERS, RECENT};
+use crate::state::{try_state, try_synced, COUNTERS, RECENT};
 
 /// Ruby's own `require`, called as a function (no method dispatch, no frame). Whatever it raises
 /// or throws comes back as an `Err` and is raised again once the Rust frames are gone.
@@ -84,7 +84,15 @@ pub fn require(ruby: &Ruby, rb_self: Value, feature: Value) -> Result<Value, Err
         Resolved::Missing => Err(load_error(ruby, feature)),
         Resolved::Defer(reason) => {
             report_deferral(ruby, feature, reason)?;
-            c_require(rb_self, feature)
+            let required = c_require(rb_self, feature);
+            if let (Err(e), Some(s)) = (&required, RString::from_value(feature)) {
+                // No entry had it, nor Ruby's table of extensions without a file: a later miss
+                // of it can be sure (the core's `linked_in`).
+                if fails_to_load(ruby, e, s) {
+                    try_state(|f| f.session.learn_not_linked_in(&bytes));
+                }
+            }
+            required
         }
         Resolved::Probe => Err(Error::new(ruby.exception_load_error(), "loadscan: probe reached the decorator")),
     }

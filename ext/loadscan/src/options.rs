@@ -36,7 +36,6 @@ keys! {
     ON_RESCAN = "on_rescan",
     IGNORE_NAMES = "ignore_names",
     IGNORE_PATHS = "ignore_paths",
-    STATIC_EXT = "static_ext",
 }
 
 /// Interns every key (called from `init`, so that no later comparison can panic).
@@ -55,7 +54,7 @@ pub struct Start {
 }
 
 /// Reads `{dlext:, threads:, cache_dir:, env_key:, uid:, validate:, stable_dirs:, lazy:,
-/// on_problems:, on_defer:, on_rescan:, ignore_names:, ignore_paths:, static_ext:}`; every key is optional (`uid` is required with a `cache_dir`).
+/// on_problems:, on_defer:, on_rescan:, ignore_names:, ignore_paths:}`; every key is optional (`uid` is required with a `cache_dir`).
 ///
 /// - `dlext` (String): native extensions' extension, empty or absent for the core's default;
 /// - `threads` (Integer): scan threads, 0 or absent for the core's default;
@@ -68,13 +67,11 @@ pub struct Start {
 /// - `on_problems`, `on_defer`, `on_rescan` (callable or nil): see [`Hooks`];
 /// - `ignore_names` (Array of String): directory names never listed (default `node_modules`);
 /// - `ignore_paths` (Array of String): absolute directories never listed;
-/// - `static_ext` (true/false, default false): this Ruby links extensions in (`EXTSTATIC`).
 pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
     let mut scan = ScanOptions::default();
     let mut validation = Validation::Mtime;
     let mut stable = Vec::new();
     let mut lazy = true;
-    let mut static_ext = false;
     let (mut dir, mut env, mut uid): (Option<PathBuf>, Vec<u8>, Option<u32>) = (None, Vec::new(), None);
     let mut on_problems = ruby.qnil().as_value();
     let mut on_defer = ruby.qnil().as_value();
@@ -114,8 +111,6 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
             stable = Vec::<String>::try_convert(value)?.into_iter().map(PathBuf::from).collect();
         } else if k == LAZY {
             lazy = value.to_bool();
-        } else if k == STATIC_EXT {
-            static_ext = value.to_bool();
         } else if k == IGNORE_NAMES {
             scan.skip_dirs = byte_strings(value)?;
         } else if k == IGNORE_PATHS {
@@ -145,7 +140,7 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
     };
     let dlext = scan.dlext.clone();
     let policy = SyncPolicy { scan, validation, stable };
-    let settings = Settings { dlext, policy, cache, static_ext };
+    let settings = Settings { dlext, policy, cache };
     Ok(Start { settings, hooks: Hooks { on_problems, on_defer, on_rescan } })
 }
 

@@ -18,11 +18,10 @@ pub enum Want {
 }
 
 impl Want {
-    /// Whether a Ruby that links extensions in (`--with-static-linked-ext`) may provide this
-    /// spelling with no file anywhere: when its search finds nothing, `load.c` looks the feature
-    /// up in its table of linked-in extensions (`foo.so` for a bare `foo`, the name as written
-    /// otherwise, all registered as `….so`), except for a `.rb` spelling.
-    pub fn may_be_static_ext(self) -> bool {
+    /// Whether Ruby's table of extensions it provides without a file (`linked_in`) may hold
+    /// this spelling: when its search finds nothing, `load.c` looks the feature up there (`foo.so`
+    /// for a bare `foo`, the name as written otherwise), except for a `.rb` spelling.
+    pub fn may_be_linked_in(self) -> bool {
         self != Want::Rb
     }
 }

@@ -17,29 +17,28 @@ impl Index {
     /// Where `feature` is, as Ruby's search would find it now: its file, `None` for a miss the
     /// index is sure of (every root asked, [`Index::confirm_missing`]), or why Ruby's own
     /// search must answer. `foo.so` that no entry has is searched again as a bare feature
-    /// ([`Query::fallback`]), as `search_required` does. On a Ruby that links extensions in
-    /// (`static_ext`) no miss of a spelling it may provide without a file is sure. Listings and
-    /// `stat`s run through `blocking`; what listings worked around is kept for
+    /// ([`Query::fallback`]), as `search_required` does. No miss of a spelling that Ruby's table
+    /// of extensions without a file may hold is sure until Ruby said it does not (`linked_in`).
+    /// Listings and `stat`s run through `blocking`; what listings worked around is kept for
     /// [`Index::take_problems`].
-    pub fn find(&mut self, feature: &[u8], static_ext: bool, blocking: &impl Blocking) -> Result<Lookup, Reason> {
+    pub fn find(&mut self, feature: &[u8], blocking: &impl Blocking) -> Result<Lookup, Reason> {
         let q = self.parse(feature).ok_or(Reason::NotFeature)?;
         let bare = q.fallback(feature);
         let searches = [Some(&q), bare.as_ref()].into_iter().flatten();
-        let found = settle_in_turn(searches, |q| self.find_one(q, static_ext, blocking))?;
+        let found = settle_in_turn(searches, |s| self.find_one(s, blocking))?;
+        // Ruby asks its table only once every search missed every entry.
+        if found.is_none() && self.not_linked_in.may_hold(feature, q.want) {
+            return Err(Reason::Missing);
+        }
         Ok((q.want, found))
     }
 
-    /// One search of [`Index::find`]: the file, `None` for a sure miss, or why Ruby must search.
-    fn find_one(
-        &mut self,
-        q: &Query,
-        static_ext: bool,
-        blocking: &impl Blocking,
-    ) -> Result<Option<(Vec<u8>, Kind)>, Reason> {
+    /// One search of [`Index::find`]: the file, `None` for a miss every entry is sure of, or why
+    /// Ruby must search.
+    fn find_one(&mut self, q: &Query, blocking: &impl Blocking) -> Result<Option<(Vec<u8>, Kind)>, Reason> {
         let located =
             self.locate_with(q, &mut |root, rel, dev, opts| blocking.run(|| list_deferred(root, rel, dev, opts)));
-        let linked_in = static_ext && q.want.may_be_static_ext();
-        let found = settle(located, || !linked_in && blocking.run(|| self.confirm_missing(&q.stem)))?;
+        let found = settle(located, || blocking.run(|| self.confirm_missing(&q.stem)))?;
         Ok(found.map(|(root, kind)| (self.path_of(root, &q.stem, kind), kind)))
     }
 

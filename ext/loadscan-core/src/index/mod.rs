@@ -16,8 +16,10 @@
 //! One job per file: `roots` (the registry of roots and their ranks), `lookup` (precedence:
 //! pure logic over what is listed, no I/O), `lazy` (listing deferred directories a lookup
 //! needs), `find` (the whole lookup: parse, locate, settle a miss with one `stat` per root),
+//! `linked_in` (which misses Ruby's table of extensions without a file may still answer),
 //! `sync` (revalidation and scans, the only user of `store::check_root`), `racy` (listing racy
-//! directories again once their window has passed), `records` (what the cache is written from), `answer` (what `require` does with a lookup's result), `recent`
+//! directories again once their window has passed), `records` (what the cache is written
+//! from), `answer` (what `require` does with a lookup's result), `recent`
 //! (which question `answer` asks Ruby first), `explain` (introspection).
 //!
 //! # Lazy listing
@@ -36,6 +38,7 @@ mod feature;
 mod find;
 mod ids;
 mod lazy;
+mod linked_in;
 mod lookup;
 mod racy;
 mod recent;
@@ -53,6 +56,7 @@ pub use feature::{Query, Want};
 pub use find::{settle, settle_in_turn, Lookup};
 use ids::IdList;
 pub use lazy::{LazyStats, Lister};
+use linked_in::NotLinkedIn;
 pub use lookup::Located;
 pub use recent::RecentPaths;
 pub use sync::{SyncPolicy, SyncReport};
@@ -147,6 +151,8 @@ pub struct Index {
     /// What lazy listings worked around, not yet taken by [`Index::take_problems`].
     problems: Vec<ScanProblem>,
     lazy: LazyStats,
+    /// Features Ruby's own search could not load: their misses can be sure (`linked_in`).
+    not_linked_in: NotLinkedIn,
 }
 
 fn bytes(p: &Path) -> &[u8] {

@@ -21,6 +21,7 @@ impl Index {
             scan: ScanOptions { dlext: dlext.to_vec(), ..ScanOptions::default() },
             problems: Vec::new(),
             lazy: Default::default(),
+            not_linked_in: Default::default(),
         }
     }
 
@@ -49,6 +50,7 @@ impl Index {
             });
             index.ids.entry(r.path.to_vec()).or_insert(id);
         }
+        index.load_not_linked_in(snapshot.not_linked_in());
         index.snapshot = Some(snapshot);
         index
     }

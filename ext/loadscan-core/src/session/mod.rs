@@ -33,9 +33,6 @@ pub struct Settings {
     pub policy: SyncPolicy,
     /// Where the cache lives, if anywhere.
     pub cache: Option<CacheFile>,
-    /// This Ruby links extensions in (`RbConfig::CONFIG["EXTSTATIC"] == "static"`): a miss may
-    /// be one of them, which only Ruby's own search finds, so no such miss is sure.
-    pub static_ext: bool,
 }
 
 /// Something a scan worked around, as reported to Ruby.
@@ -76,7 +73,6 @@ pub struct Session {
     index: Index,
     policy: SyncPolicy,
     cache: Option<CacheFile>,
-    static_ext: bool,
     problems: Vec<Problem>,
     /// How many of `problems` were handed out for a warning already.
     reported: usize,
@@ -100,7 +96,7 @@ impl Session {
     /// directory was not used (then the cache is not written either).
     pub fn start(settings: Settings, blocking: &impl Blocking) -> (Session, Option<String>) {
         let started = Instant::now();
-        let Settings { dlext, policy, cache, static_ext } = settings;
+        let Settings { dlext, policy, cache } = settings;
         let (index, warning, cache) = match cache {
             None => (Index::new(&dlext), None, None),
             Some(cache) => {
@@ -114,8 +110,7 @@ impl Session {
         };
         let figures =
             Figures { timings: Timings { load: started.elapsed(), ..Timings::default() }, ..Figures::default() };
-        let session =
-            Session { index, policy, cache, static_ext, problems: Vec::new(), reported: 0, rescan: None, figures };
+        let session = Session { index, policy, cache, problems: Vec::new(), reported: 0, rescan: None, figures };
         (session, warning)
     }
 
@@ -146,10 +141,16 @@ impl Session {
 
     /// Where `feature` is, as Ruby's search would find it now ([`Index::find`]).
     pub fn find(&mut self, feature: &[u8], blocking: &impl Blocking) -> Result<Lookup, Reason> {
-        let found = self.index.find(feature, self.static_ext, blocking);
+        let found = self.index.find(feature, blocking);
         let problems = self.index.take_problems();
         self.absorb(problems);
         found
+    }
+
+    /// Ruby's own search raised `LoadError` for `feature`, which the session had left to it: a
+    /// later miss of it can be sure ([`Index::learn_not_linked_in`]).
+    pub fn learn_not_linked_in(&mut self, feature: &[u8]) {
+        self.index.learn_not_linked_in(feature);
     }
 
     /// Writes the cache if anything changed; `on_path` is the load path as last synced.
@@ -164,7 +165,7 @@ impl Session {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs() as i64)
                 .unwrap_or(0);
-            cache.save(index.records(now, CacheFile::prune_before(now)), on_path)
+            cache.save(index.records(now, CacheFile::prune_before(now)), &index.not_linked_in(), on_path)
         });
         match written {
             Ok(()) => {

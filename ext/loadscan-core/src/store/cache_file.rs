@@ -66,11 +66,17 @@ impl CacheFile {
         now_s - PRUNE_AFTER_S
     }
 
-    /// Writes the cache from `records` (roots off `on_path` bounded, see [`bound_dead_roots`]),
-    /// creating the directory if needed. The error is one line for a warning.
-    pub fn save(&self, mut records: Vec<RootRecord>, on_path: &[PathBuf]) -> Result<(), String> {
+    /// Writes the cache from `records` (roots off `on_path` bounded, see [`bound_dead_roots`])
+    /// and the features Ruby's own search could not load, creating the directory if needed. The
+    /// error is one line for a warning.
+    pub fn save(
+        &self,
+        mut records: Vec<RootRecord>,
+        not_linked_in: &[&[u8]],
+        on_path: &[PathBuf],
+    ) -> Result<(), String> {
         bound_dead_roots(&mut records, on_path);
-        let bytes = encode(&records, &self.env);
+        let bytes = encode(&records, not_linked_in, &self.env);
         self.write(CACHE_FILE, &bytes, true)
             .map_err(|e| format!("could not write the cache in {}: {e}", self.dir.display()))?;
         Ok(())

@@ -10,7 +10,7 @@ use crate::scan::{Kind, Listing, RootState};
 
 /// Bumped whenever the layout changes; older files are ignored and rewritten.
 /// 4: every key lies within `MAX_PROBE` slots of its home slot.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 pub(crate) const MAGIC: &[u8; 8] = b"LOADSCAN";
 pub(crate) const NONE: u32 = u32::MAX;
 /// How many slots past its home slot a key may lie: `encode` grows a table until none is
@@ -199,12 +199,17 @@ fn postings(ids: &[u32], overflow: &mut Vec<u32>) -> u32 {
     }
 }
 
-/// Encodes roots into a complete cache file (header included). `env` identifies the Ruby and
-/// loadscan that may use it.
-pub fn encode(roots: &[RootRecord], env: &[u8]) -> Vec<u8> {
+/// Encodes roots, and the features Ruby's own search could not load (`not_linked_in`), into a
+/// complete cache file (header included). `env` identifies the Ruby and loadscan that may use it.
+pub fn encode(roots: &[RootRecord], not_linked_in: &[&[u8]], env: &[u8]) -> Vec<u8> {
     let mut sections = Sections::for_roots(roots);
     for (id, r) in roots.iter().enumerate() {
         sections.add_root(id as u32, r);
+    }
+    for name in not_linked_in {
+        let at = sections.strings.add(name);
+        put32(&mut sections.not_linked_in, at.0);
+        put32(&mut sections.not_linked_in, at.1);
     }
     with_header(sections.body(roots.len(), env), env.len())
 }
@@ -215,6 +220,8 @@ struct Sections<'a> {
     root_recs: Vec<u8>,
     dir_recs: Vec<u8>,
     gap_recs: Vec<u8>,
+    /// One string (offset, length) per feature Ruby's own search could not load.
+    not_linked_in: Vec<u8>,
     /// Stem -> the roots having it as a `.rb` and as a native extension.
     feats: Keyed<'a>,
     /// Directory prefix -> the roots having a blind spot and a deferred directory there.
@@ -237,6 +244,7 @@ impl<'a> Sections<'a> {
             root_recs: Vec::new(),
             dir_recs: Vec::new(),
             gap_recs: Vec::new(),
+            not_linked_in: Vec::new(),
             feats: HashMap::with_capacity_and_hasher(n_files, Default::default()),
             prefixes: HashMap::with_capacity_and_hasher(n_gaps, Default::default()),
             n_dirs: 0,
@@ -306,6 +314,7 @@ impl<'a> Sections<'a> {
             ids: overflow.len(),
             prefixes: n_prefixes,
             prefix_slots: prefix_slots.len(),
+            not_linked_in: self.not_linked_in.len() / 8,
             strings_len: self.strings.bytes.len(),
         };
         counts.write(&mut body);
@@ -319,6 +328,7 @@ impl<'a> Sections<'a> {
         for s in &prefix_slots {
             put32(&mut body, *s);
         }
+        body.extend_from_slice(&self.not_linked_in);
         body.extend_from_slice(&self.strings.bytes);
         body
     }

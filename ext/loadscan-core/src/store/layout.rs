@@ -91,16 +91,18 @@ pub(crate) struct Counts {
     pub ids: usize,
     pub prefixes: usize,
     pub prefix_slots: usize,
+    /// Features Ruby's own search could not load (a string each: `index::linked_in`).
+    pub not_linked_in: usize,
     pub strings_len: usize,
 }
 
 impl Counts {
     /// Their length in the file.
-    pub const LEN: usize = 9 * 4;
+    pub const LEN: usize = 10 * 4;
 
-    fn fields(&self) -> [usize; 9] {
+    fn fields(&self) -> [usize; 10] {
         let c = self;
-        [c.roots, c.dirs, c.gaps, c.feats, c.slots, c.ids, c.prefixes, c.prefix_slots, c.strings_len]
+        [c.roots, c.dirs, c.gaps, c.feats, c.slots, c.ids, c.prefixes, c.prefix_slots, c.not_linked_in, c.strings_len]
     }
 
     pub fn write(&self, out: &mut Vec<u8>) {
@@ -120,7 +122,8 @@ impl Counts {
             ids: n(5)?,
             prefixes: n(6)?,
             prefix_slots: n(7)?,
-            strings_len: n(8)?,
+            not_linked_in: n(8)?,
+            strings_len: n(9)?,
         })
     }
 }

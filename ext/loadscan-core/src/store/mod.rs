@@ -28,7 +28,7 @@
 //! ```text
 //! header  64 bytes: magic "LOADSCAN", version, body length, CRC32 of the body, env key length
 //! body    env key (loadscan version, RUBY_REVISION, RUBY_PLATFORM, DLEXT) then the sections:
-//!         counts | roots | dirs | gaps | features | slots | ids | prefixes | prefix_slots | strings
+//!         counts | roots | dirs | gaps | features | slots | ids | prefixes | prefix_slots | not_linked_in | strings
 //! ```
 //! Roots own ranges of dirs and *gaps* (blind spots and deferred directories, each tagged);
 //! `prefixes` maps a directory prefix to the roots having a blind spot or a deferred directory

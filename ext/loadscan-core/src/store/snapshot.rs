@@ -37,6 +37,9 @@ pub struct Snapshot {
     n_ids: usize,
     prefixes: usize,
     prefix_slots: usize,
+    /// Where the features Ruby's own search could not load start, and how many.
+    not_linked_in: usize,
+    n_not_linked_in: usize,
     strings: usize,
     strings_len: usize,
     /// Whether the listings may be rebuilt from the file (see `check_expansion`), found out the
@@ -99,6 +102,7 @@ impl Snapshot {
             ids: n_ids,
             prefixes: n_prefixes,
             prefix_slots: n_prefix_slots,
+            not_linked_in: n_not_linked_in,
             strings_len,
         } = Counts::read(&bytes, c).ok_or(corrupt("truncated counts"))?;
         if n_slots <= n_feats || n_prefix_slots <= n_prefixes {
@@ -118,6 +122,7 @@ impl Snapshot {
         let ids = section(n_ids, 4)?;
         let prefixes = section(n_prefixes, keyed::LEN)?;
         let prefix_slots = section(n_prefix_slots, 4)?;
+        let not_linked_in = section(n_not_linked_in, 8)?;
         let strings = section(strings_len, 1)?;
         if at != bytes.len() {
             return Err(corrupt("section sizes do not add up"));
@@ -139,6 +144,8 @@ impl Snapshot {
             n_ids,
             prefixes,
             prefix_slots,
+            not_linked_in,
+            n_not_linked_in,
             strings,
             strings_len,
             expandable: OnceLock::new(),
@@ -170,6 +177,12 @@ impl Snapshot {
     fn gap_rec(&self, i: usize) -> Option<usize> {
         let b = self.gaps.checked_add(i.checked_mul(gap::LEN)?)?;
         (b + gap::LEN <= self.feats).then_some(b)
+    }
+
+    /// The features Ruby's own search could not load when this file was written
+    /// (`index::linked_in`); a damaged string is left out.
+    pub fn not_linked_in(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.n_not_linked_in).filter_map(|i| self.string_at(self.not_linked_in + 8 * i))
     }
 
     /// How many roots the file holds.

@@ -171,7 +171,7 @@ pub fn lazy_policy() -> SyncPolicy {
 /// (`Index::find`, with its sure-miss check): the absolute path, `"missing"` (no entry has it,
 /// sure or not, as `Loadscan.lookup` says) or `"unknown"` (Ruby's search must answer).
 pub fn answer(index: &mut Index, feature: &str) -> String {
-    match index.find(feature.as_bytes(), false, &InPlace) {
+    match index.find(feature.as_bytes(), &InPlace) {
         Ok((_, Some((path, _)))) => String::from_utf8(path).unwrap(),
         Ok((_, None)) | Err(Reason::Missing) => "missing".into(),
         Err(_) => "unknown".into(),
@@ -188,7 +188,7 @@ pub fn settled_records(index: &Index) -> Vec<RootRecord> {
 
 /// The cache `index` would write, out of the racy window ([`settled_records`]).
 pub fn settled_cache(index: &Index) -> Vec<u8> {
-    encode(&settled_records(index), ENV)
+    encode(&settled_records(index), &[], ENV)
 }
 
 /// Cold boot: scan everything, encode (backdating scan times past the racy window unless
@@ -196,7 +196,7 @@ pub fn settled_cache(index: &Index) -> Vec<u8> {
 pub fn cold(order: &[PathBuf], p: &SyncPolicy, racy: bool) -> (Index, Vec<u8>) {
     let mut index = Index::new(b"so");
     index.sync(order, p);
-    let bytes = if racy { encode(&index.records(1_000, 0), ENV) } else { settled_cache(&index) };
+    let bytes = if racy { encode(&index.records(1_000, 0), &[], ENV) } else { settled_cache(&index) };
     (index, bytes)
 }
 
