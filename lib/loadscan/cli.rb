@@ -247,6 +247,8 @@ module Loadscan
     end
 
     def cmd_stats(_args)
+      raise Usage, "the extension did not load: #{Native.load_error.message}" unless Native.available?
+
       dir = Config.new(**@options.slice(:cache_dir), env: @env).cache_dir or raise Usage, "no cache configured"
       last = LastBoot.read(dir)
       unless last
@@ -255,7 +257,9 @@ module Loadscan
         end
         return 1
       end
-      emit({ "cache_dir" => dir, "last_boot" => last }) { |d| LastBoot.describe(d["last_boot"]) }
+      emit({ "cache_dir" => dir, "last_boot" => last }) do |d|
+        [LastBoot.describe(d["last_boot"]), *(LastBoot.describe_gc(d["last_boot"]["gc"]) if d["last_boot"]["gc"].is_a?(Hash))]
+      end
       0
     end
 

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "native"
 require_relative "app"
 
 module Loadscan
@@ -10,7 +11,8 @@ module Loadscan
   #                               in the app, Loadscan::App; outside any app, the user's cache dir)
   #   LOADSCAN_CACHE=0            no cache: scan on every boot
   #   LOADSCAN_VALIDATE=listing   check the app's dirs by their entry names, not mtimes, so a
-  #                               cache survives a fresh `git checkout` (CI workers)
+  #                               cache survives a fresh `git checkout` (CI workers); the
+  #                               default where CI is set (CI=true), else mtime
   #   LOADSCAN_READONLY=1         use the cache, never write it (CI workers sharing one)
   #   LOADSCAN_THREADS=N          scanner threads (default: the CPU count, at most 8; at most 64)
   #   LOADSCAN_LAZY=0             list every directory of every entry up front instead of only
@@ -22,6 +24,11 @@ module Loadscan
   #   LOADSCAN_IGNORE_DIRS=A:B    directories never listed, left to Ruby's require: a name (every
   #                               directory so named, at any depth) or an absolute path; default
   #                               node_modules; empty: none (dot-directories are never listed)
+  #   LOADSCAN_GC=off             let GC run during the boot (by default it is deferred from
+  #                               setup to the end of the boot: Loadscan::BootGC)
+  #   LOADSCAN_REQUIRE_NATIVE=1   at install of the source gem (extconf.rb), not at boot: fail
+  #                               when the Rust toolchain is missing instead of installing
+  #                               without the library
   #
   # A setting never breaks a boot: a value that makes no sense gives one warning naming the
   # setting and what it accepts, and the default applies. Flags take 1/0, true/false, yes/no,
@@ -29,13 +36,19 @@ module Loadscan
   class Config
     FLAGS = { "1" => true, "true" => true, "yes" => true, "on" => true,
               "0" => false, "false" => false, "no" => false, "off" => false }.freeze
-    VALIDATIONS = %w[mtime listing].freeze
+    # The core's names, the default first (none without the extension: setup then does nothing).
+    VALIDATIONS = Native.available? ? Native::VALIDATIONS : [].freeze
     MAX_THREADS = 64
-    KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS].map { "LOADSCAN_#{_1}" }.freeze
+    # (REQUIRE_NATIVE is read at install time only, by extconf.rb: known, so that a CI job that
+    # sets it for the whole job is not warned about it at boot.)
+    KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS
+               GC REQUIRE_NATIVE].map { "LOADSCAN_#{_1}" }.freeze
     # The test suite's own variables, passed down to the processes it boots.
     TEST_PREFIX = "LOADSCAN_TEST_"
 
     attr_reader :enabled, :threads, :dlext, :cache_dir, :validate, :readonly, :lazy, :stats
+    # Whether GC is deferred during the boot (LOADSCAN_GC, `gc:`).
+    attr_reader :gc
     # Directory names and absolute paths the scanner never lists (LOADSCAN_IGNORE_DIRS).
     attr_reader :ignore_names, :ignore_paths
     IGNORE_DEFAULT = %w[node_modules].freeze
@@ -43,16 +56,17 @@ module Loadscan
     attr_reader :problems
 
     def initialize(enabled: nil, threads: nil, cache_dir: nil, cache: nil, validate: nil, readonly: nil,
-                   stable_dirs: nil, lazy: nil, stats: nil, ignore_dirs: nil, env: ENV)
+                   stable_dirs: nil, lazy: nil, stats: nil, ignore_dirs: nil, gc: nil, env: ENV)
       @env = env
       @problems = []
       unknown_variables
       @enabled = enabled.nil? ? !flag("LOADSCAN_DISABLE", false) : enabled
       @threads = threads_setting(threads)
-      @validate = choice(validate, "LOADSCAN_VALIDATE", VALIDATIONS)
+      @validate = validate_setting(validate)
       @readonly = readonly.nil? ? flag("LOADSCAN_READONLY", false) : readonly
       @lazy = lazy.nil? ? flag("LOADSCAN_LAZY", true) : lazy
       @stats = stats.nil? ? flag("LOADSCAN_STATS", false) : stats
+      @gc = gc.nil? ? flag("LOADSCAN_GC", true) : gc
       cache = flag("LOADSCAN_CACHE", true) if cache.nil?
       @cache_dir = cache ? cache_dir_setting(cache_dir) : nil
       @ignore_names, @ignore_paths = ignore_setting(ignore_dirs)
@@ -128,11 +142,21 @@ module Loadscan
 
     def choice(keyword, name, allowed)
       value = (keyword || @env[name]).to_s.strip.downcase
-      return allowed.first if value.empty?
+      return allowed.first if value.empty? || allowed.empty?
       return value if allowed.include?(value)
 
       problem("#{keyword ? "validate:" : name} #{value.inspect} is not one of #{allowed.join(", ")}; using #{allowed.first}")
       allowed.first
+    end
+
+    # LOADSCAN_VALIDATE, else `listing` on CI (CI set, as GitHub Actions, GitLab CI, CircleCI,
+    # Travis and Buildkite set it, to anything but a false flag), else `mtime`. A CI job checks
+    # the app out afresh and often restores the installed gems from a tarball, so every
+    # directory has a new inode and mtime there: checked by mtime, nothing a restored cache
+    # holds would be used. (CI's value is not a loadscan setting: no warning about it.)
+    def validate_setting(keyword)
+      ci = @env["CI"].to_s.strip.downcase
+      choice(keyword, "LOADSCAN_VALIDATE", ci.empty? || FLAGS[ci] == false ? VALIDATIONS : VALIDATIONS.reverse)
     end
 
     def threads_setting(keyword)

@@ -24,11 +24,20 @@ module Loadscan
     class << self
       # Calls `hook` (the callable given to Loadscan.instrumentation=, or nil) and publishes.
       # What fails in there (a LoadError of a file the hook or AS::Notifications loads too) is one
-      # warning; an interrupt goes on (Warnings.guarded).
+      # warning; an interrupt goes on (Warnings.guarded). An event of the hook's own doing (a
+      # `require` it makes, left to Ruby) is not published again while it runs: that would call
+      # the hook from itself, without end.
       def publish(hook, event, payload, notify: true)
-        Warnings.guarded(:instrumentation, "an instrumentation hook on #{event}") do
-          hook&.call(event, payload)
-          ActiveSupport::Notifications.instrument("#{event}.loadscan", payload) if notify && defined?(ActiveSupport::Notifications)
+        return if Thread.current[:loadscan_publishing]
+
+        begin
+          Thread.current[:loadscan_publishing] = true
+          Warnings.guarded(:instrumentation, "an instrumentation hook on #{event}") do
+            hook&.call(event, payload)
+            ActiveSupport::Notifications.instrument("#{event}.loadscan", payload) if notify && defined?(ActiveSupport::Notifications)
+          end
+        ensure
+          Thread.current[:loadscan_publishing] = false
         end
       end
     end

@@ -1,12 +1,11 @@
 # frozen_string_literal: true
 
+require_relative "native"
+
 module Loadscan
   # Every warning loadscan prints goes through here: each kind at most once per process.
   module Warnings
     @said = {}
-
-    # Scan problems that warn nobody: see `scan_problems`.
-    QUIET = %i[dangling case_folding].freeze
 
     class << self
       def once(kind, message)
@@ -16,12 +15,13 @@ module Loadscan
         Kernel.warn("loadscan: #{message}", uplevel: nil)
       end
 
-      # Dangling symlinks are harmless (Ruby cannot open them either) and stay quiet, and so do
-      # directories whose names fold case (a case-insensitive mount is a setup, not a fault;
-      # `loadscan problems` and `doctor` list them); loops and unreadable or oversized
-      # directories mean slower, Ruby-answered requires below them.
+      # Problems of the kinds the core calls quiet (`Native::QUIET_PROBLEM_KINDS`: dangling
+      # symlinks, case-folding directories; `loadscan problems` and `doctor` list them) warn
+      # nobody; loops and unreadable or oversized directories mean slower, Ruby-answered
+      # requires below them.
       def scan_problems(problems)
-        problems = problems.reject { |kind, _| QUIET.include?(kind) }.map { |_, message| message }
+        quiet = ::Loadscan::Native::QUIET_PROBLEM_KINDS
+        problems = problems.reject { |kind, _| quiet.include?(kind) }.map { |_, message| message }
         return if problems.empty?
 
         shown = problems.first(3).join("; ")

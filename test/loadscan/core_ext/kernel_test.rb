@@ -271,7 +271,12 @@ class KernelRequireTest < Minitest::Test
   end
 
   def test_features_ruby_provides_itself
-    assert_same_as_stock(script([], %w[enumerator thread rational.so complex fiber.so ruby2_keywords enumerator.so thread.rb].map { |f| "try(#{f.inspect})" }.join("\n")))
+    features = %w[enumerator thread rational.so complex fiber.so ruby2_keywords enumerator.so thread.rb]
+    _, fast = assert_same_as_stock(script([], features.map { |f| "try(#{f.inspect})" }.join("\n"), stats: true))
+    # Provided when Ruby starts: answered `false` here, never left to Ruby's search (which a
+    # miss its table of extensions without a file might answer would be).
+    stats = fast.report["stats"]
+    assert_equal [features.size, 0], [stats[:hits], stats[:deferred]], stats.inspect
   end
 
   def test_feature_objects_are_converted_like_ruby_does

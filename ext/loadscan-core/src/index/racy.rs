@@ -54,7 +54,7 @@ impl Index {
             let root = &self.roots[id as usize];
             let Life::Scanned(old) = &root.life else { continue };
             let (old, volatile, started) = (old.clone(), root.volatile, now_ns());
-            let (listing, mut found) = refresh(&old, &dirs, &self.scan);
+            let (listing, mut found) = refresh(&old, &dirs, &self.policy.scan);
             problems.append(&mut found);
             self.add_scanned(listing, volatile, started);
         }
