@@ -82,7 +82,7 @@ module Loadscan
     # comes while it waits for another thread to let go of the index (`Thread#raise`,
     # `Interrupt`) is raised from here with both as they were.
     private def start_index(config)
-      warning = Native.start($LOAD_PATH, **index_options(config), on_problems: ->(problems) { Warnings.scan_problems(problems) },
+      warning = Native.start($LOAD_PATH, **index_options(config), on_problems: method(:scan_problems),
                                                                    on_defer: method(:left_to_ruby), on_rescan: method(:rescanned))
       @config = config
       Warnings.once(:cache, warning) if warning
@@ -156,7 +156,12 @@ module Loadscan
 
     # Receives loadscan's events (see Loadscan::Instrumentation): `->(event, payload) { … }`. Set
     # it before setup to hear :cache_load (`require "loadscan"`, then this, then `Loadscan.setup`).
-    attr_writer :instrumentation
+    # What publishes them is loaded now, not on the first event in the middle of a require (the
+    # require of loadscan's own file would be an event too, published while it loads).
+    def instrumentation=(hook)
+      Instrumentation.then { Warnings }
+      @instrumentation = hook
+    end
 
     private def save_cache
       return :skipped unless active? && @config.cache_dir && !@config.readonly
@@ -166,6 +171,12 @@ module Loadscan
 
       Warnings.once(:cache_write, result)
       :failed
+    end
+
+    # New scan problems, warned in the middle of a require: a `Warning.warn` of the app's that
+    # raises is not the require's failure.
+    private def scan_problems(problems)
+      Warnings.guarded(:scan_warning, "the scan warning") { Warnings.scan_problems(problems) }
     end
 
     # A require the index left to Ruby's own: only for `Loadscan.instrumentation`. Not published

@@ -1,13 +1,14 @@
 # frozen_string_literal: true
 
 require_relative "native"
+require_relative "app"
 
 module Loadscan
   # Settings, from keywords to `Loadscan.setup` or else LOADSCAN_* environment variables:
   #
   #   LOADSCAN_DISABLE=1          leave require alone (setup does nothing)
   #   LOADSCAN_CACHE_DIR=DIR      where the cache lives, an absolute path (default: tmp/cache/loadscan
-  #                               in the app; for a script outside any app, the user's cache dir)
+  #                               in the app, Loadscan::App; outside any app, the user's cache dir)
   #   LOADSCAN_CACHE=0            no cache: scan on every boot
   #   LOADSCAN_VALIDATE=listing   check the app's dirs by their entry names, not mtimes, so a
   #                               cache survives a fresh `git checkout` (CI workers); the
@@ -210,17 +211,12 @@ module Loadscan
       default_cache_dir
     end
 
-    # The app's tmp/cache/loadscan: the app is the directory holding the `config/` that required
-    # loadscan (as in config/boot.rb), else Bundler's root. A program outside any app gets a
+    # The app's tmp/cache/loadscan (which app: Loadscan::App). A program outside any app gets a
     # directory of its own in the user's cache dir ($XDG_CACHE_HOME, else ~/.cache), keyed by
     # the program's directory; with neither (HOME unset, empty, relative or `/`), no cache.
     def default_cache_dir
-      config = caller_locations.map(&:absolute_path).compact.find { |p| p.include?("/config/") && !p.start_with?(__dir__) }
-      root = if config
-               config[0, config.rindex("/config/")]
-             elsif defined?(Bundler) && Bundler.respond_to?(:root)
-               (Bundler.root.to_s rescue nil) # rubocop:disable Style/RescueModifier
-             end
+      callers = caller_locations.filter_map(&:absolute_path).reject { |p| p.start_with?(__dir__) }
+      root = App.root(callers, env: @env)
       return File.join(root, "tmp", "cache", "loadscan") if root
 
       user_cache_dir

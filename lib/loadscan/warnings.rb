@@ -28,6 +28,26 @@ module Loadscan
         more = problems.size > 3 ? " and #{problems.size - 3} more (Loadscan.problems lists them)" : ""
         once(:scan, "left to Ruby's require: #{shown}#{more}")
       end
+
+      # Runs work whose failure must not fail the program around it: an instrumentation hook, or
+      # a warning through an app's own `Warning.warn`, in the middle of a `require`. A
+      # StandardError or ScriptError the work raises (a subscriber's bug, a `require` of its
+      # that fails) is ignored, with one warning of `kind` naming it and `what` (none when that
+      # warning fails too). Everything else goes on as if loadscan were not there: `throw`,
+      # `exit`, `Thread#kill`, an Interrupt or a signal's SignalException, and whatever another
+      # thread raises into this one meanwhile (`Thread#raise`, `Timeout`), which is held back
+      # until the work is done so it is never mistaken for the work's own, then raised.
+      def guarded(kind, what)
+        Thread.handle_interrupt(StandardError => :never, ScriptError => :never) do
+          yield
+        rescue StandardError, ScriptError => e
+          begin
+            once(kind, "#{what} raised #{e.class} (#{e.message}); ignored")
+          rescue StandardError, ScriptError
+            nil # the warning's own channel failed: nothing left to say it with
+          end
+        end
+      end
     end
   end
 end

@@ -99,6 +99,12 @@ module Loadscan
         bundle_lock(app, extra_env, bundle: bundle)
       end
 
+      # A Gemfile naming no gem, locked: Bundler sets up nothing but itself.
+      def empty_bundle(app)
+        File.write(File.join(app, "Gemfile"), "source \"https://rubygems.org\"\n")
+        bundle_lock(app)
+      end
+
       # `bundle lock --local` of the app's Gemfile (`extra_env` as for `lock`; `bundle`: the
       # command, another Ruby's under qemu for the aarch64 gem).
       def bundle_lock(app, extra_env = {}, bundle: [File.join(BINDIR, "bundle")])

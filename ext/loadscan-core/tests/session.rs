@@ -233,3 +233,34 @@ fn a_load_path_ruby_must_expand_itself_is_left_to_ruby_until_it_changes_again() 
     s.sync(&mut load_path, &InPlace).unwrap();
     assert_eq!(s.find(b"x", &InPlace), file(Want::Bare, t.path("a/x.rb"), Kind::Rb));
 }
+
+/// Roots scanned, refreshed and served from the cache by a session started from `cache` on `order`.
+fn served(order: &[PathBuf], cache: CacheFile) -> (usize, usize, usize) {
+    let (s, _) = started(order, Some(cache));
+    let stats = s.stats(&Counters::new());
+    (stats.roots_scanned, stats.roots_refreshed, stats.roots_from_cache)
+}
+
+/// A tree listed right after it changed (a Docker `COPY`, then `loadscan build`) is racy: every
+/// session started from the cache lists it again, and one that only reads the cache does so at
+/// every boot. `relist_racy` says how long the window stays open, then lists those directories
+/// again: the cache saved after it is served whole.
+#[test]
+fn racy_directories_listed_again_once_their_window_passed_make_a_cache_served_whole() {
+    let t = TempTree::new("session-racy");
+    t.file("app/lib/a.rb").file("app/lib/deep/b.rb");
+    let order = vec![t.path("app/lib")];
+    let found = file(Want::Bare, t.path("app/lib/deep/b.rb"), Kind::Rb);
+    let (mut s, _) = started(&order, Some(cache_in(&t)));
+    assert_eq!(s.find(b"deep/b", &InPlace), found);
+    assert_eq!(s.save(&InPlace), Saved::Written);
+    assert_eq!(served(&order, cache_in(&t)), (0, 1, 0), "the racy root is listed again");
+    let wait = s.relist_racy(&InPlace).expect("a tree made just now is racy");
+    assert!(wait <= Duration::from_millis(1200), "{wait:?}");
+    std::thread::sleep(wait);
+    assert_eq!(s.relist_racy(&InPlace), None);
+    assert_eq!(s.relist_racy(&InPlace), None, "nothing racy is left, nothing to wait for");
+    assert_eq!(s.find(b"deep/b", &InPlace), found);
+    assert_eq!(s.save(&InPlace), Saved::Written);
+    assert_eq!(served(&order, cache_in(&t)), (0, 0, 1));
+}

@@ -29,6 +29,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("start", function!(native::start, 2))?;
     native.define_module_function("stop", function!(native::stop, 0))?;
     native.define_module_function("save", function!(native::save, 0))?;
+    native.define_module_function("relist_racy", function!(native::relist_racy, 0))?;
     native.define_module_function("record_last_boot", function!(native::record_last_boot, 1))?;
     native.define_module_function("clear_cache", function!(native::clear_cache, 2))?;
     native.define_module_function("lookup", function!(native::lookup, 1))?;

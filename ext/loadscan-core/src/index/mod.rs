@@ -18,8 +18,9 @@
 //! needs), `find` (the whole lookup, the *find*: parse, locate, settle a miss with one `stat`
 //! per root, giving an [`Answer`]),
 //! `linked_in` (which misses Ruby's table of extensions without a file may still answer),
-//! `sync` (revalidation and scans, the only user of `store::check_root`), `records` (what the
-//! cache is written from), `answer` (what `require` does with a find's [`Answer`]), `recent`
+//! `sync` (revalidation and scans, the only user of `store::check_root`), `racy` (listing racy
+//! directories again once their window has passed), `records` (what the cache is written
+//! from), `answer` (what `require` does with a find's [`Answer`]), `recent`
 //! (which question `answer` asks Ruby first), `explain` (introspection).
 //!
 //! # Lazy listing
@@ -40,6 +41,7 @@ mod ids;
 mod lazy;
 mod linked_in;
 mod locate;
+mod racy;
 mod recent;
 mod records;
 mod roots;

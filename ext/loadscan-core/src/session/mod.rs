@@ -196,6 +196,21 @@ impl Session {
         }
     }
 
+    /// Lists the racy directories of what this session listed again once their window has
+    /// passed (`Index::relist_racy`, ranked by the load path as last synced), so the cache
+    /// written next serves every boot that only reads it (`loadscan build`): `Some(wait)` while
+    /// a window is open.
+    pub fn relist_racy(&mut self, blocking: &impl Blocking) -> Option<Duration> {
+        let (index, order) = (&mut self.index, self.load_path.entries());
+        match blocking.run(|| index.relist_racy(order)) {
+            Ok(problems) => {
+                self.absorb(problems);
+                None
+            }
+            Err(wait) => Some(wait),
+        }
+    }
+
     /// Writes the last boot's record beside the cache: `extra`'s fields, then the figures of
     /// [`Session::stats`] ([`Stats::last_boot_json`]). Nothing to do without a cache (none
     /// configured, or refused at the start); the error is one line for a warning.
