@@ -38,7 +38,8 @@ module Loadscan
       end
 
       unless Native.available?
-        Warnings.once(:native, "native extension could not be loaded (#{Native.load_error.message}); booting with Ruby's own require")
+        Warnings.once(:native, Native.not_built ? NotBuilt.warning(Native.not_built) :
+          "native extension could not be loaded (#{Native.load_error.message}); booting with Ruby's own require")
         return false
       end
 
@@ -56,8 +57,17 @@ module Loadscan
       CoreExt::Fork.attach
       install_at_exit_save
       @active = true
+      start_boot_gc(@config)
       CoreExt.check
       true
+    end
+
+    # Tells loadscan the program has booted (Rails apps need not: the railtie does, at
+    # after_initialize). GC deferred during the boot runs again from now on (README, "GC during
+    # the boot"). True when this ended the boot, false when it had ended already (or loadscan is
+    # not set up).
+    def booted!
+      active? && BootGC.finish(:booted)
     end
 
     # Whether Ruby 4.0's boxes are on (`RUBY_BOX=1`): each `Ruby::Box` then has a `$LOAD_PATH`
@@ -72,7 +82,7 @@ module Loadscan
     # comes while it waits for another thread to let go of the index (`Thread#raise`,
     # `Interrupt`) is raised from here with both as they were.
     private def start_index(config)
-      warning = Native.start($LOAD_PATH, **index_options(config), on_problems: ->(problems) { Warnings.scan_problems(problems) },
+      warning = Native.start($LOAD_PATH, **index_options(config), on_problems: method(:scan_problems),
                                                                    on_defer: method(:left_to_ruby), on_rescan: method(:rescanned))
       @config = config
       Warnings.once(:cache, warning) if warning
@@ -82,6 +92,17 @@ module Loadscan
         { cache_dir: config.cache_dir, roots_from_cache: s[:roots_from_cache], roots_scanned: s[:roots_scanned],
           ms: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms], warning: warning }
       end
+    end
+
+    # GC deferred from now until the boot ends (unless `gc: false`), up to the objects the last
+    # boot of this program had allocated when its boot ended (its record beside the cache says).
+    private def start_boot_gc(config)
+      require_relative "loadscan/boot_gc"
+      mark = if config.gc && config.cache_dir
+               require_relative "loadscan/last_boot" # not through `require` (the autoload): not a require of the app's
+               LastBoot.gc_mark(config.cache_dir, BootGC.key)
+             end
+      BootGC.start(defer: config.gc, mark: mark)
     end
 
     # What the index is built from: settings that differ mean another index.
@@ -105,6 +126,7 @@ module Loadscan
       # settings in effect.
       start_index(config) unless index_options(@config) == index_options(config)
       @config = config
+      BootGC.finish(:off) unless config.gc
       true
     end
 
@@ -134,7 +156,12 @@ module Loadscan
 
     # Receives loadscan's events (see Loadscan::Instrumentation): `->(event, payload) { … }`. Set
     # it before setup to hear :cache_load (`require "loadscan"`, then this, then `Loadscan.setup`).
-    attr_writer :instrumentation
+    # What publishes them is loaded now, not on the first event in the middle of a require (the
+    # require of loadscan's own file would be an event too, published while it loads).
+    def instrumentation=(hook)
+      Instrumentation.then { Warnings }
+      @instrumentation = hook
+    end
 
     private def save_cache
       return :skipped unless active? && @config.cache_dir && !@config.readonly
@@ -144,6 +171,12 @@ module Loadscan
 
       Warnings.once(:cache_write, result)
       :failed
+    end
+
+    # New scan problems, warned in the middle of a require: a `Warning.warn` of the app's that
+    # raises is not the require's failure.
+    private def scan_problems(problems)
+      Warnings.guarded(:scan_warning, "the scan warning") { Warnings.scan_problems(problems) }
     end
 
     # A require the index left to Ruby's own: only for `Loadscan.instrumentation`. Not published
@@ -194,7 +227,7 @@ module Loadscan
     # `unavailable`), `engaged` (see engaged?), entries scanned, features indexed, timings.
     def stats
       stats = active? ? Native.stats : nil
-      stats&.merge(engaged: CoreExt.engaged?)
+      stats&.merge(engaged: CoreExt.engaged?, gc: BootGC.figures)
     end
 
     # Everything the scanner worked around, as `[kind, message]` pairs (`:loop`, `:unreadable`,
@@ -212,6 +245,7 @@ module Loadscan
         next unless Process.pid == owner # forked children (server workers) do not write
 
         CoreExt.recheck
+        BootGC.finish(:exit)
         next if @cleared
 
         saved = save
@@ -227,7 +261,7 @@ module Loadscan
       return unless %i[written clean].include?(saved)
 
       fields = { at: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), pid: Process.pid, program: $PROGRAM_NAME.to_s,
-                 ruby: RUBY_VERSION, cache: saved.to_s, engaged: CoreExt.engaged? }
+                 ruby: RUBY_VERSION, cache: saved.to_s, engaged: CoreExt.engaged?, gc: BootGC.figures }
       why = Native.record_last_boot(fields)
       Warnings.once(:last_boot, why) if why
     end
@@ -239,10 +273,11 @@ module Loadscan
       left = s[:left_to_ruby].select { |_, n| n.positive? }.map { |why, n| "#{n} #{why}" }
       format("loadscan: %<hits>d requires answered from the index, %<misses>d misses, %<deferred>d left to Ruby%<why>s; " \
              "%<entries>d entries (%<cached>d from the cache, %<scanned>d listed, %<lazy>d dirs listed on demand); " \
-             "cache %<saved>s; setup %<setup>.1f ms",
+             "cache %<saved>s; setup %<setup>.1f ms; %<gc>s",
              hits: s[:hits], misses: s[:misses], deferred: s[:deferred], why: left.empty? ? "" : " (#{left.join(", ")})",
              entries: s[:load_path_entries], cached: s[:roots_from_cache], scanned: s[:roots_scanned] + s[:roots_refreshed],
-             lazy: s[:dirs_listed_lazily], saved: saved, setup: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms])
+             lazy: s[:dirs_listed_lazily], saved: saved, setup: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms],
+             gc: LastBoot.describe_gc(BootGC.figures))
     end
   end
 end

@@ -14,6 +14,10 @@ require_relative "support/boot_fixture"
 require_relative "support/in_fork"
 require_relative "support/guard"
 
+# A CI runner sets CI=true, which makes loadscan validate its cache by listing (Config): the
+# suite's processes validate by mtime as on a developer's machine, unless a test sets CI itself.
+ENV.delete("CI")
+
 class Minitest::Test
   include Loadscan::TestSupport::FileTree
   include Loadscan::TestSupport::RubyProcess

@@ -5,8 +5,9 @@ require_relative "output"
 
 module Loadscan
   # `loadscan` on the command line. Commands look at the load path the app's boot sets up:
-  # run in the app's directory, they set Bundler up first when there is a Gemfile (as
-  # config/boot.rb does), then add `-I` dirs in front. `--json` prints one JSON document per
+  # run in the app's directory (or below it), they set Bundler up first when the app has a
+  # Gemfile (as config/boot.rb does), then add `-I` dirs in front; the cache is the app's
+  # (Loadscan::App, the boot's own rule). `--json` prints one JSON document per
   # command (the schema is in the README, "Command line"); paths are printed as Output says.
   class CLI
     COMMANDS = {
@@ -92,20 +93,20 @@ module Loadscan
       end
     end
 
-    # Sets the app's load path up (Bundler, when there is a Gemfile, then -I dirs) and starts
+    # Sets the app's load path up (Bundler, when the app has a Gemfile, then -I dirs) and starts
     # loadscan on it, never writing the cache unless `write`. Returns why it could not start.
     def start(write: false, lazy: nil)
       bundler_setup
       @dirs.reverse_each { |d| $LOAD_PATH.unshift(d) }
-      options = @options.merge(readonly: !write)
-      options[:lazy] = lazy unless lazy.nil?
-      return nil if Loadscan.setup(**options)
+      @setup = @options.merge(readonly: !write)
+      @setup[:lazy] = lazy unless lazy.nil?
+      return nil if Loadscan.setup(**@setup)
 
       Native.available? ? "loadscan is disabled (LOADSCAN_DISABLE)" : "the extension did not load: #{Native.load_error.message}"
     end
 
     def bundler_setup
-      gemfile = @env["BUNDLE_GEMFILE"] || (File.file?("Gemfile") && File.expand_path("Gemfile"))
+      gemfile = App.gemfile(env: @env)
       return @bundler = nil unless gemfile
 
       require "bundler/setup"
@@ -203,7 +204,11 @@ module Loadscan
         raise Usage, why
       end
 
+      settle
       result = Loadscan.save
+      # Read-only from here: the exit writes neither the cache again nor a last boot's record
+      # (this is no boot of the app's; `loadscan stats` shows the app's own last boot).
+      Loadscan.setup(**@setup, readonly: true)
       stats = Loadscan.stats
       data = { "cache_dir" => Loadscan.config.cache_dir, "result" => result.to_s, "entries" => stats[:load_path_entries],
                "features" => stats[:features], "bundler" => @bundler }
@@ -211,6 +216,15 @@ module Loadscan
         "#{result} #{d["cache_dir"]}: #{d["entries"]} entries, #{d["features"]} features#{d["bundler"] ? " (load path from #{d["bundler"]})" : ""}"
       end
       %i[written clean].include?(result) ? 0 : 1
+    end
+
+    # Directories changed just before the build (a Docker `COPY`) are racy: a boot would list
+    # them again, every boot of a cache only ever read. Waits out their window (about a second
+    # after the last change) and lists them again, so the cache written is used whole.
+    def settle
+      while (wait = Native.relist_racy)
+        sleep(wait)
+      end
     end
 
     def cmd_verify(_args)
@@ -233,6 +247,8 @@ module Loadscan
     end
 
     def cmd_stats(_args)
+      raise Usage, "the extension did not load: #{Native.load_error.message}" unless Native.available?
+
       dir = Config.new(**@options.slice(:cache_dir), env: @env).cache_dir or raise Usage, "no cache configured"
       last = LastBoot.read(dir)
       unless last
@@ -241,7 +257,9 @@ module Loadscan
         end
         return 1
       end
-      emit({ "cache_dir" => dir, "last_boot" => last }) { |d| LastBoot.describe(d["last_boot"]) }
+      emit({ "cache_dir" => dir, "last_boot" => last }) do |d|
+        [LastBoot.describe(d["last_boot"]), *(LastBoot.describe_gc(d["last_boot"]["gc"]) if d["last_boot"]["gc"].is_a?(Hash))]
+      end
       0
     end
 

@@ -1,14 +1,18 @@
 # frozen_string_literal: true
 
+require_relative "native"
+require_relative "app"
+
 module Loadscan
   # Settings, from keywords to `Loadscan.setup` or else LOADSCAN_* environment variables:
   #
   #   LOADSCAN_DISABLE=1          leave require alone (setup does nothing)
   #   LOADSCAN_CACHE_DIR=DIR      where the cache lives, an absolute path (default: tmp/cache/loadscan
-  #                               in the app; for a script outside any app, the user's cache dir)
+  #                               in the app, Loadscan::App; outside any app, the user's cache dir)
   #   LOADSCAN_CACHE=0            no cache: scan on every boot
   #   LOADSCAN_VALIDATE=listing   check the app's dirs by their entry names, not mtimes, so a
-  #                               cache survives a fresh `git checkout` (CI workers)
+  #                               cache survives a fresh `git checkout` (CI workers); the
+  #                               default where CI is set (CI=true), else mtime
   #   LOADSCAN_READONLY=1         use the cache, never write it (CI workers sharing one)
   #   LOADSCAN_THREADS=N          scanner threads (default: the CPU count, at most 8; at most 64)
   #   LOADSCAN_LAZY=0             list every directory of every entry up front instead of only
@@ -20,6 +24,11 @@ module Loadscan
   #   LOADSCAN_IGNORE_DIRS=A:B    directories never listed, left to Ruby's require: a name (every
   #                               directory so named, at any depth) or an absolute path; default
   #                               node_modules; empty: none (dot-directories are never listed)
+  #   LOADSCAN_GC=off             let GC run during the boot (by default it is deferred from
+  #                               setup to the end of the boot: Loadscan::BootGC)
+  #   LOADSCAN_REQUIRE_NATIVE=1   at install of the source gem (extconf.rb), not at boot: fail
+  #                               when the Rust toolchain is missing instead of installing
+  #                               without the library
   #
   # A setting never breaks a boot: a value that makes no sense gives one warning naming the
   # setting and what it accepts, and the default applies. Flags take 1/0, true/false, yes/no,
@@ -27,13 +36,19 @@ module Loadscan
   class Config
     FLAGS = { "1" => true, "true" => true, "yes" => true, "on" => true,
               "0" => false, "false" => false, "no" => false, "off" => false }.freeze
-    VALIDATIONS = %w[mtime listing].freeze
+    # The core's names, the default first (none without the extension: setup then does nothing).
+    VALIDATIONS = Native.available? ? Native::VALIDATIONS : [].freeze
     MAX_THREADS = 64
-    KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS].map { "LOADSCAN_#{_1}" }.freeze
+    # (REQUIRE_NATIVE is read at install time only, by extconf.rb: known, so that a CI job that
+    # sets it for the whole job is not warned about it at boot.)
+    KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS
+               GC REQUIRE_NATIVE].map { "LOADSCAN_#{_1}" }.freeze
     # The test suite's own variables, passed down to the processes it boots.
     TEST_PREFIX = "LOADSCAN_TEST_"
 
     attr_reader :enabled, :threads, :dlext, :cache_dir, :validate, :readonly, :lazy, :stats
+    # Whether GC is deferred during the boot (LOADSCAN_GC, `gc:`).
+    attr_reader :gc
     # Directory names and absolute paths the scanner never lists (LOADSCAN_IGNORE_DIRS).
     attr_reader :ignore_names, :ignore_paths
     IGNORE_DEFAULT = %w[node_modules].freeze
@@ -41,16 +56,17 @@ module Loadscan
     attr_reader :problems
 
     def initialize(enabled: nil, threads: nil, cache_dir: nil, cache: nil, validate: nil, readonly: nil,
-                   stable_dirs: nil, lazy: nil, stats: nil, ignore_dirs: nil, env: ENV)
+                   stable_dirs: nil, lazy: nil, stats: nil, ignore_dirs: nil, gc: nil, env: ENV)
       @env = env
       @problems = []
       unknown_variables
       @enabled = enabled.nil? ? !flag("LOADSCAN_DISABLE", false) : enabled
       @threads = threads_setting(threads)
-      @validate = choice(validate, "LOADSCAN_VALIDATE", VALIDATIONS)
+      @validate = validate_setting(validate)
       @readonly = readonly.nil? ? flag("LOADSCAN_READONLY", false) : readonly
       @lazy = lazy.nil? ? flag("LOADSCAN_LAZY", true) : lazy
       @stats = stats.nil? ? flag("LOADSCAN_STATS", false) : stats
+      @gc = gc.nil? ? flag("LOADSCAN_GC", true) : gc
       cache = flag("LOADSCAN_CACHE", true) if cache.nil?
       @cache_dir = cache ? cache_dir_setting(cache_dir) : nil
       @ignore_names, @ignore_paths = ignore_setting(ignore_dirs)
@@ -126,11 +142,21 @@ module Loadscan
 
     def choice(keyword, name, allowed)
       value = (keyword || @env[name]).to_s.strip.downcase
-      return allowed.first if value.empty?
+      return allowed.first if value.empty? || allowed.empty?
       return value if allowed.include?(value)
 
       problem("#{keyword ? "validate:" : name} #{value.inspect} is not one of #{allowed.join(", ")}; using #{allowed.first}")
       allowed.first
+    end
+
+    # LOADSCAN_VALIDATE, else `listing` on CI (CI set, as GitHub Actions, GitLab CI, CircleCI,
+    # Travis and Buildkite set it, to anything but a false flag), else `mtime`. A CI job checks
+    # the app out afresh and often restores the installed gems from a tarball, so every
+    # directory has a new inode and mtime there: checked by mtime, nothing a restored cache
+    # holds would be used. (CI's value is not a loadscan setting: no warning about it.)
+    def validate_setting(keyword)
+      ci = @env["CI"].to_s.strip.downcase
+      choice(keyword, "LOADSCAN_VALIDATE", ci.empty? || FLAGS[ci] == false ? VALIDATIONS : VALIDATIONS.reverse)
     end
 
     def threads_setting(keyword)
@@ -185,17 +211,12 @@ module Loadscan
       default_cache_dir
     end
 
-    # The app's tmp/cache/loadscan: the app is the directory holding the `config/` that required
-    # loadscan (as in config/boot.rb), else Bundler's root. A program outside any app gets a
+    # The app's tmp/cache/loadscan (which app: Loadscan::App). A program outside any app gets a
     # directory of its own in the user's cache dir ($XDG_CACHE_HOME, else ~/.cache), keyed by
     # the program's directory; with neither (HOME unset, empty, relative or `/`), no cache.
     def default_cache_dir
-      config = caller_locations.map(&:absolute_path).compact.find { |p| p.include?("/config/") && !p.start_with?(__dir__) }
-      root = if config
-               config[0, config.rindex("/config/")]
-             elsif defined?(Bundler) && Bundler.respond_to?(:root)
-               (Bundler.root.to_s rescue nil) # rubocop:disable Style/RescueModifier
-             end
+      callers = caller_locations.filter_map(&:absolute_path).reject { |p| p.start_with?(__dir__) }
+      root = App.root(callers, env: @env)
       return File.join(root, "tmp", "cache", "loadscan") if root
 
       user_cache_dir

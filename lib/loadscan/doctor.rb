@@ -2,6 +2,7 @@
 
 require "tmpdir"
 require "etc"
+require_relative "gc_advice"
 
 module Loadscan
   # `loadscan doctor`: boots the app the way it boots (config/boot.rb when there is one, else
@@ -16,7 +17,10 @@ module Loadscan
     PROBE_SCRIPT = <<~'RUBY'
       report = { "boot" => nil }
       begin
-        if File.file?("config/boot.rb")
+        if ENV["LOADSCAN_DOCTOR_ENVIRONMENT"] && File.file?("config/environment.rb") # a Rails app's whole boot (GC settings)
+          report["boot"] = "config/environment.rb"
+          require File.expand_path("config/environment.rb")
+        elsif File.file?("config/boot.rb")
           report["boot"] = "config/boot.rb"
           load File.expand_path("config/boot.rb")
         elsif ENV["BUNDLE_GEMFILE"] || File.file?("Gemfile")
@@ -26,7 +30,8 @@ module Loadscan
       rescue Exception => e # rubocop:disable Lint/RescueException
         report["boot_error"] = "#{e.class}: #{e.message.lines.first.to_s.chomp}"
       end
-      report["set_up_by_boot"] = defined?(Loadscan) && Loadscan.respond_to?(:active?) && Loadscan.active?
+      # Set up, or tried to (a setup that stayed off, as without the extension, still keeps its config).
+      report["set_up_by_boot"] = defined?(Loadscan) && Loadscan.respond_to?(:active?) && (Loadscan.active? || !Loadscan.config.nil?)
       unless report["set_up_by_boot"]
         require ARGV.fetch(1) # loadscan/setup, by absolute path
       end
@@ -35,6 +40,8 @@ module Loadscan
       report["bundler"] = defined?(Bundler::VERSION) ? Bundler::VERSION : nil
       report["active"] = Loadscan.active?
       report["native"] = Loadscan::Native.available? ? nil : Loadscan::Native.load_error.message
+      # (Only then: why the source gem's install built no library.)
+      report["native_not_built"] = Loadscan::Native.not_built if Loadscan::Native.respond_to?(:not_built) && Loadscan::Native.not_built
       report["engaged"] = Loadscan.engaged?
       report["require"] = Kernel.instance_method(:require).source_location&.join(":") || "a C function (Ruby's own or loadscan's)"
       if (config = Loadscan.config)
@@ -57,6 +64,7 @@ module Loadscan
       r = Output.utf8(probe)
       r["cache"] = cache(r.dig("settings", "cache_dir"))
       r["last_boot"] = r.dig("settings", "cache_dir")&.then { |dir| LastBoot.read(dir) }
+      r["gc_settings"] = GCAdvice.new(r["last_boot"]) { |env| Output.utf8(probe(env))["stats"] }.report if r["ruby"]
       r["problems"] = problems(r)
       r["ok"] = r["problems"].empty?
       r
@@ -78,6 +86,8 @@ module Loadscan
       end
       lines << "settings: #{report["settings"]&.map { |k, v| "#{k}=#{v}" }&.join(", ")}"
       lines << "last boot: #{report["last_boot"] ? LastBoot.describe(report["last_boot"]) : "none recorded yet"}"
+      lines << "last boot's #{LastBoot.describe_gc(report["last_boot"]["gc"])}" if report.dig("last_boot", "gc")
+      lines.concat(GCAdvice.text(report["gc_settings"]))
       if report["problems"].empty?
         lines << "ok"
       else
@@ -88,10 +98,10 @@ module Loadscan
 
     private
 
-    def probe
+    def probe(extra_env = {})
       Dir.mktmpdir("loadscan-doctor") do |tmp|
         out = File.join(tmp, "report")
-        env = { "LOADSCAN_READONLY" => "1" } # looking, not writing
+        env = extra_env.merge("LOADSCAN_READONLY" => "1") # looking, not writing
         env["LOADSCAN_CACHE_DIR"] = @options[:cache_dir] if @options[:cache_dir]
         args = @dirs.flat_map { |d| ["-I", d] }
         status, err = run_boot(@env.to_h.merge(env), RbConfig.ruby, *args, "-e", PROBE_SCRIPT, out, File.expand_path("setup", __dir__))
@@ -151,8 +161,9 @@ module Loadscan
       buffer
     end
 
+    # (The extension names the cache file: without it, nothing to say.)
     def cache(dir)
-      return nil unless dir
+      return nil unless dir && Native.available?
 
       path = File.join(dir, Native::CACHE_FILES.first)
       st = File.stat(path)
@@ -173,7 +184,11 @@ module Loadscan
       end
 
       list << "the boot failed: #{r["boot_error"]}" if r["boot_error"]
-      list << "the extension did not load (#{r["native"]}): rebuild it (`gem pristine loadscan`, or `rake compile`)" if r["native"]
+      if r["native_not_built"]
+        list << r["native"] # what was missing at install, and how to get the library
+      elsif r["native"]
+        list << "the extension did not load (#{r["native"]}): rebuild it (`gem pristine loadscan`, or `rake compile`)"
+      end
       unless r["set_up_by_boot"]
         list << "#{r["boot"] || "the boot"} does not set loadscan up: add `require \"loadscan/setup\"` after " \
                 "`require \"bundler/setup\"` in config/boot.rb (and `gem \"loadscan\", require: \"loadscan/railtie\"` to a Rails app's Gemfile)"

@@ -17,10 +17,13 @@ module Loadscan
       # The last record in `dir` as a Hash with String keys, or nil when there is none. It is
       # trusted as the cache file is: opened without following a symlink or blocking (a fifo),
       # and read only if it is a regular file of at most MAX_BYTES, owned by this user or root
-      # and writable by no one else. Anything else: one warning, and nil.
+      # and writable by no one else. Anything else: one warning, and nil. Without the extension
+      # (which names the files), nil.
       def read(dir)
+        return nil unless Native.available?
+
         path = File.join(dir, Native::CACHE_FILES.fetch(1))
-        record = File.open(path, File::RDONLY | File::NOFOLLOW | File::NONBLOCK) { |f| refusal(f.stat) || parse(f.read(MAX_BYTES + 1)) }
+        record = open(path) { |f| refusal(f.stat) || parse(f.read(MAX_BYTES + 1)) }
         return record if record.is_a?(Hash)
 
         Warnings.once(:last_boot_read, "#{path} is not used: #{record}")
@@ -33,6 +36,23 @@ module Loadscan
       rescue SystemCallError, IOError => e
         Warnings.once(:last_boot_read, "#{path} could not be read (#{e.message})")
         nil
+      end
+
+      # The objects the last boot had allocated when it exited (its GC figures), if it was the
+      # program `key` names (Loadscan::BootGC.key) and it never said it had booted (then the
+      # next boot will say so again); else nil. Read at setup, trusted as `read` trusts the file,
+      # but silently and without JSON (which the app may not load).
+      def gc_mark(dir, key)
+        text = open(File.join(dir, Native::CACHE_FILES.fetch(1))) { |f| refusal(f.stat) ? "" : f.read(MAX_BYTES + 1) }
+        return nil if text.bytesize > MAX_BYTES || text[/"boot_key":"(\h+)"/, 1] != key || !text.include?('"boot_end_by":"exit"')
+
+        text[/"boot_end_objects":(\d+)/, 1]&.to_i
+      rescue SystemCallError, IOError
+        nil
+      end
+
+      private def open(path, &block)
+        File.open(path, File::RDONLY | File::NOFOLLOW | File::NONBLOCK, &block)
       end
 
       # Why a file with this status is not read, or nil.
@@ -64,6 +84,21 @@ module Loadscan
           "#{last["deferred"]} left to Ruby#{left.empty? ? "" : " (#{left.join(", ")})"}; " \
           "engaged: #{last["engaged"] ? "yes" : "no"}; #{last["load_path_entries"]} entries " \
           "(#{last["roots_from_cache"]} from the cache); cache #{last["cache"]}"
+      end
+
+      # The boot's GC in one line (its figures: Loadscan.stats[:gc] or a record's "gc").
+      def describe_gc(gc)
+        g = gc.to_h.transform_keys(&:to_s)
+        return "GC: no figures" unless g["runs"].is_a?(Integer)
+
+        before = g["runs_before_setup"].to_i
+        deferral = if g["deferred"] then "deferred from setup, #{g["budget_runs"]} budget runs"
+                   else "not deferred"
+                   end
+        ended = g["ended_by"] ? "ended by #{g["ended_by"]} after #{g["boot_ms"]} ms" : "not ended yet"
+        "GC in the boot: #{g["runs"]} runs (#{g["minor"]} minor, #{g["major"]} major; #{g["time_ms"]} ms), " \
+          "#{before} of them before setup (#{g["time_ms_before_setup"]} ms); #{deferral}; boot #{ended}; " \
+          "#{g["allocated_objects"]} objects allocated; #{g["runs_after_boot"]} runs since"
       end
     end
   end

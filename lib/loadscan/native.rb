@@ -9,10 +9,18 @@ module Loadscan
   # (`--disable-gems`, not loaded for us), DLEXT is what Ruby's configure gives the platform.
   module Native
     dlext = defined?(RbConfig) ? RbConfig::CONFIG["DLEXT"] : (RUBY_PLATFORM.include?("darwin") ? "bundle" : "so")
-    path = File.join(__dir__, RUBY_VERSION[/\A\d+\.\d+/], "loadscan.#{dlext}")
+    dir = File.join(__dir__, RUBY_VERSION[/\A\d+\.\d+/])
+    path = File.join(dir, "loadscan.#{dlext}")
     begin
-      File.file?(path) or raise LoadError, "no #{path}: no build for Ruby #{RUBY_VERSION} (in a checkout, run `rake compile` " \
-                                             "with this Ruby; a precompiled gem: install the source gem, `gem install loadscan --platform ruby`)"
+      unless File.file?(path)
+        # The source gem installed where no Rust toolchain was found leaves a note instead.
+        require_relative "not_built"
+        @not_built = NotBuilt.reason(dir)
+        raise LoadError, NotBuilt.message(@not_built) if @not_built
+
+        raise LoadError, "no #{path}: no build for Ruby #{RUBY_VERSION} (in a checkout, run `rake compile` " \
+                         "with this Ruby; a precompiled gem: install the source gem, `gem install loadscan --platform ruby`)"
+      end
       require path
       @load_error = nil
     rescue LoadError => e
@@ -22,6 +30,8 @@ module Loadscan
     class << self
       # The LoadError that kept the extension from loading, or nil.
       attr_reader :load_error
+      # Why the source gem's install built no extension (its message says how to get one), or nil.
+      attr_reader :not_built
 
       def available?
         @load_error.nil?

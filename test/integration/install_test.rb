@@ -3,6 +3,7 @@
 require_relative "../test_helper"
 require_relative "../support/native_gem"
 require_relative "../support/docker_build"
+require_relative "../support/rails_app"
 require "json"
 require "etc"
 
@@ -16,11 +17,10 @@ require "etc"
 # that boots as another user from the cache, read-only.
 class InstallTest < Minitest::Test
   include Loadscan::TestSupport::NativeGem
-  include Loadscan::TestSupport::BundlerApp::NeedsRails
+  include Loadscan::TestSupport::RailsApp::NeedsRails
   App = Loadscan::TestSupport::BundlerApp
   Docker = Loadscan::TestSupport::DockerBuild
-  # The Rails 8.1 stack for this Ruby (shared/gems, bin/setup-rails-gems), beside BUILT_GEMS.
-  RAILS81 = File.join(File.dirname(App::BUILT_GEMS), "rails81-#{File.basename(App::BUILT_GEMS)}")
+  RailsApp = Loadscan::TestSupport::RailsApp
   # Rails 6.1's generator adds these to a non-minimal app (`--minimal` skips Bootsnap).
   BOOTSNAP_GEM = %(gem 'bootsnap', '>= 1.4.4', require: false\n)
   BOOTSNAP_BOOT = %(require "bootsnap/setup" # Speed up boot time by caching expensive operations.\n)
@@ -102,10 +102,11 @@ class InstallTest < Minitest::Test
   def installed_app
     tmp = File.realpath(Dir.mktmpdir("loadscan-install"))
     Minitest.after_run { FileUtils.rm_rf(tmp) }
-    rails81 = RUBY_VERSION >= "3.3" && File.file?(File.join(RAILS81, ".complete"))
+    rails81 = RailsApp.rails81? && !RailsApp.no_rails
     stack!(rails81)
     env = install_gem(tmp, rails81)
-    app = rails81 ? rails81_new(tmp, env) : rails_app!(App.rails_new(tmp)).tap { |a| with_bootsnap(a) }
+    # Rails 8.1's app with its Dockerfile, the generated Gemfile as it is.
+    app = rails81 ? RailsApp.rails_new(tmp, docker: true) : rails_app!(App.rails_new(tmp)).tap { |a| with_bootsnap(a) }
     before = app_files(app)
     runs = [%w[install --dry-run], %w[install], %w[install]].map { |args| loadscan(app, env, *args) }
     App.bundle_lock(app, env)
@@ -117,7 +118,7 @@ class InstallTest < Minitest::Test
   def stack!(rails81)
     return if rails81 || App.debian_ruby?
 
-    reason = "no Rails 8.1 stack for Ruby #{RUBY_VERSION} in #{RAILS81} (bin/setup-rails-gems)"
+    reason = RailsApp.no_rails
     flunk "#{reason}: run bin/setup" if App.built_gems_expected? && RUBY_VERSION >= "3.3"
     skip reason
   end
@@ -126,21 +127,10 @@ class InstallTest < Minitest::Test
   def install_gem(tmp, rails81)
     gem_file, = build_native_gem(tmp)
     env = no_rust_env(File.join(tmp, "home"))
-    env["GEM_PATH"] = [env["GEM_HOME"], RAILS81, Gem.default_dir, App::BUILT_GEMS].join(":") if rails81
+    env["GEM_PATH"] = [env["GEM_HOME"], *RailsApp.gem_path].join(":") if rails81
     run, = install_native_gem(gem_file, env)
     assert run.success?, run.stdout + run.stderr
     env
-  end
-
-  # `rails new` of Rails 8.1 as /work/shared/gems/README.md says (offline, Bootsnap as generated),
-  # with its Dockerfile; the generated Gemfile as it is.
-  def rails81_new(tmp, env)
-    skips = %w[action-cable action-mailbox action-mailer action-text active-job active-storage brakeman bundler-audit ci
-               dev-gems hotwire javascript jbuilder kamal rubocop solid system-test thruster].map { |s| "--skip-#{s}" }
-    rails = [App::RUBY, "-e", 'load Gem.bin_path("railties", "rails", "~> 8.1.0")', "--", "new", "r81app", "--skip-bundle", "--skip-git"]
-    run = run_ruby(command: rails + skips, env: env.merge("BUNDLE_GEMFILE" => nil), chdir: tmp, timeout: 600)
-    assert run.success?, "rails new: #{run.stdout}#{run.stderr}"
-    File.join(tmp, "r81app")
   end
 
   # Rails 6.1's app (Debian's): its Gemfile reduced to the gems installed for this Ruby, with
@@ -202,7 +192,7 @@ class InstallTest < Minitest::Test
     app = File.join(root, "rails")
     Docker.copy_app(@fx[:app], app)
     bundle = File.join(root, "bundle")
-    Docker.install_gems(bundle, [@fx[:env]["GEM_HOME"], RAILS81, App::BUILT_GEMS, Gem.default_dir])
+    Docker.install_gems(bundle, [@fx[:env]["GEM_HOME"], RailsApp::GEMS, App::BUILT_GEMS, Gem.default_dir])
     build = Docker.image_env(stages["build"].all_env, bundle, File.join(root, "root"))
     Docker.app_steps(stages["build"]).each do |command|
       run = run_ruby(command: ["sh", "-c", command], env: build, chdir: app, timeout: 600)

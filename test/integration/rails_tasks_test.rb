@@ -1,16 +1,17 @@
 # frozen_string_literal: true
 
 require_relative "../test_helper"
-require_relative "../support/bundler_app"
+require_relative "../support/rails_app"
 
-# `rake loadscan:clear` and `tmp:clear` in a real Rails app (`rails new --minimal`, locked
-# offline), with loadscan in the Gemfile as the README says: `require: "loadscan/railtie"`.
+# `rake loadscan:clear` and `tmp:clear` in a real Rails app (Rails 8.1 from `rails new` on 3.3 and
+# 3.4, Rails 6.1 on 3.1: test/support/rails_app.rb), with loadscan in the Gemfile as the README
+# says: `require: "loadscan/railtie"`.
 class RailsTasksTest < Minitest::Test
-  App = Loadscan::TestSupport::BundlerApp
+  App = Loadscan::TestSupport::RailsApp
   include App::NeedsRails
 
   def rails(app, *args, env: {})
-    run = run_ruby(command: [App::RUBY, "bin/rails", *args], loadscan: nil, chdir: app, timeout: 120,
+    run = run_ruby(command: [RbConfig.ruby, "bin/rails", *args], loadscan: nil, chdir: app, timeout: 120,
                    env: App.env(app).merge("SECRET_KEY_BASE" => "x" * 64, "LOADSCAN_CACHE_DIR" => nil).merge(env))
     assert run.success?, "bin/rails #{args.join(" ")} failed:\n#{run.stderr}"
     [run.stdout, run.stderr]
@@ -22,7 +23,7 @@ class RailsTasksTest < Minitest::Test
 
   def test_loadscan_clear_and_tmp_clear
     Dir.mktmpdir("loadscan-rails-tasks") do |dir|
-      app = rails_app!(App.rails_app(dir))
+      app = rails_app!(App.app(File.realpath(dir)))
       default = File.join(app, "tmp/cache/loadscan")
 
       out, = rails(app, "-T", "loadscan")

@@ -340,6 +340,38 @@ class RobustnessTest < Minitest::Test
     end
   end
 
+  # Issue 29, item 3. `Process.daemon` forks without `Process._fork` (libc's daemon(3)): called
+  # while another thread lists a big new `$LOAD_PATH` entry (LOADSCAN_LAZY=0, GVL released,
+  # loadscan's lock held), it left the daemon a lock held by a thread it does not have: stats
+  # nil and every require left to Ruby for its whole life. The daemon keeps the pipes
+  # (`noclose`), so the run ends when it does.
+  def test_daemon_while_another_thread_lists
+    big = (0...500).map { |i| ["big/d#{i / 100}/e#{i}", :dir] }
+    files = [277, 499].map { |i| ["big/d#{i / 100}/e#{i}/f#{i}.rb", "$f = #{i}"] }
+    with_files([*big, *files, ["a/in_daemon.rb", "$in_daemon = true"]]) do |dir|
+      code = ENTRY + <<~RUBY
+        $LOAD_PATH.push(#{"#{dir}/a".inspect})
+        listing = Queue.new
+        Thread.new do
+          $LOAD_PATH.unshift(Entry.new(#{"#{dir}/none".inspect}) { listing << true }, #{"#{dir}/big".inspect})
+          require "d2/e277/f277"
+        end
+        listing.pop
+        Process.daemon(true, true)
+        out = { "in_daemon" => [require("in_daemon"), $in_daemon], "big" => [require("d4/e499/f499"), $f] }
+        stats = defined?(Loadscan) ? Loadscan.stats : {}
+        out["locked"] = stats.nil?
+        out["stats"] = stats&.slice(:hits)
+        # (Whether the other thread's require was done before the fork depends on timing.)
+        report(out.merge("loaded_features" => $LOADED_FEATURES.reject { _1.end_with?("/f277.rb") }))
+      RUBY
+      env = { "LOADSCAN_LAZY" => "0" }
+      stock, fast = assert_same_as_stock(code, env: env, timeout: 20)
+      assert_equal [[true, true], [true, 499], false], stock.report.values_at("in_daemon", "big", "locked")
+      assert_operator fast.report["stats"][:hits], :>=, 2, "the daemon did not answer from the index"
+    end
+  end
+
   # `Loadscan.setup` with settings that change the index (here another cache dir) starts it
   # again, and starting waits for loadscan's lock, while another thread holds that lock listing a
   # new `$LOAD_PATH` entry of thousands of directories (LOADSCAN_LAZY=0) with the GVL released.

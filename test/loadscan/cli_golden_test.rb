@@ -93,9 +93,20 @@ class CLIGoldenTest < Minitest::Test
   MACHINE_COUNTS = %w[features entries checked load_path_entries roots_scanned roots_refreshed roots_from_cache scans
                       dirs_listed_lazily size age_s threads].freeze
 
+  # A boot's GC figures and doctor's settings depend on the Ruby (its heaps, its startup): their
+  # keys are kept, and whether GC was deferred and what ended the boot.
+  def normalize_gc(gc)
+    gc.to_h { |k, v| [k, %w[deferred ended_by part].include?(k) ? v : "<GC>"] }
+  end
+
   def normalize_json(value)
     case value
-    when Hash then value.to_h { |k, v| [k, MACHINE_COUNTS.include?(k) || k.end_with?("_ms") ? "<N>" : normalize_json(v)] }
+    when Hash
+      value.to_h do |k, v|
+        next [k, normalize_gc(v)] if %w[gc gc_settings].include?(k) && v.is_a?(Hash)
+
+        [k, MACHINE_COUNTS.include?(k) || k.end_with?("_ms") ? "<N>" : normalize_json(v)]
+      end
     when Array then value.map { |v| normalize_json(v) }
     else value
     end
@@ -119,5 +130,8 @@ class CLIGoldenTest < Minitest::Test
         .gsub(/\b\d+ (entries|features|from the cache)/, '<N> \1')
         .gsub(/(Kernel#require: |"require": ")[^)"]*/, '\1<WHERE>')
         .gsub(/\.#{RbConfig::CONFIG["DLEXT"]}\b/, ".<DLEXT>")
+        .gsub(/^(last boot's )?GC in the boot: .*$/) { |line| line.gsub(/\d+/, "<N>") }
+        .gsub(/^  (RUBY_GC_\S+ ?)+$/, "  <SETTINGS>")
+        .gsub(/^.*GC runs.*$/) { |line| line.gsub(/\d+/, "<N>") }
   end
 end

@@ -21,6 +21,7 @@ class ConfigTest < Minitest::Test
     assert c.lazy
     refute c.readonly
     refute c.stats
+    assert c.gc, "GC deferred during the boot by default"
     assert_equal 0, c.threads
     assert_equal "mtime", c.validate
     assert_equal "/tmp/c", c.cache_dir
@@ -38,6 +39,7 @@ class ConfigTest < Minitest::Test
   BAD = {
     "LOADSCAN_THREADS" => ["abc", /LOADSCAN_THREADS "abc" is not a whole number/, :threads, 0],
     "LOADSCAN_LAZY" => ["maybe", /LOADSCAN_LAZY="maybe" is not a flag .*using the default \(on\)/, :lazy, true],
+    "LOADSCAN_GC" => ["later", /LOADSCAN_GC="later" is not a flag .*using the default \(on\)/, :gc, true],
     "LOADSCAN_VALIDATE" => ["digest", /LOADSCAN_VALIDATE "digest" is not one of mtime, listing/, :validate, "mtime"],
     "LOADSCAN_CACHE_DIR" => ["relative/dir", /LOADSCAN_CACHE_DIR "relative\/dir" is not an absolute path/, :cache_dir, nil],
     "LOADSCAN_READ_ONLY" => ["1", /LOADSCAN_READ_ONLY is not a loadscan setting \(did you mean LOADSCAN_READONLY\?\)/, :readonly, false],
@@ -96,7 +98,8 @@ class ConfigTest < Minitest::Test
   end
 
   FLAG_VARIABLES = { "LOADSCAN_DISABLE" => [:enabled, true, true], "LOADSCAN_READONLY" => [:readonly, false, false],
-                     "LOADSCAN_LAZY" => [:lazy, true, false], "LOADSCAN_STATS" => [:stats, false, false] }.freeze
+                     "LOADSCAN_LAZY" => [:lazy, true, false], "LOADSCAN_STATS" => [:stats, false, false],
+                     "LOADSCAN_GC" => [:gc, true, false] }.freeze
 
   # Each flag variable, each spelling, in any case and with spaces around; a bad value is one
   # problem naming the variable and the value, and the default applies.
@@ -134,11 +137,11 @@ class ConfigTest < Minitest::Test
 
   def test_keywords_win_over_the_environment
     env = { "LOADSCAN_DISABLE" => "1", "LOADSCAN_READONLY" => "0", "LOADSCAN_LAZY" => "1", "LOADSCAN_THREADS" => "7",
-            "LOADSCAN_VALIDATE" => "mtime", "LOADSCAN_STATS" => "0", "LOADSCAN_CACHE_DIR" => "/tmp/env" }
+            "LOADSCAN_VALIDATE" => "mtime", "LOADSCAN_STATS" => "0", "LOADSCAN_CACHE_DIR" => "/tmp/env", "LOADSCAN_GC" => "on" }
     c = Loadscan::Config.new(env: env, enabled: true, readonly: true, lazy: false, threads: 2, validate: "Listing",
-                             stats: true, cache_dir: "/tmp/kw/../kw2", stable_dirs: ["/nowhere"])
-    assert_equal [true, true, false, 2, "listing", true, "/tmp/kw2"],
-                 [c.enabled, c.readonly, c.lazy, c.threads, c.validate, c.stats, c.cache_dir]
+                             stats: true, cache_dir: "/tmp/kw/../kw2", stable_dirs: ["/nowhere"], gc: false)
+    assert_equal [true, true, false, 2, "listing", true, "/tmp/kw2", false],
+                 [c.enabled, c.readonly, c.lazy, c.threads, c.validate, c.stats, c.cache_dir, c.gc]
     assert_empty c.problems
     assert_nil Loadscan::Config.new(env: env, cache: false).cache_dir
   end
@@ -175,6 +178,20 @@ class ConfigTest < Minitest::Test
     assert_equal "mtime", config({ "LOADSCAN_VALIDATE" => "MTIME" }).validate
     assert_equal "mtime", config({ "LOADSCAN_VALIDATE" => "" }).validate
     assert_empty config({ "LOADSCAN_VALIDATE" => "" }).problems
+  end
+
+  # On CI (CI set to anything but a false flag) listing is the default; the setting still rules.
+  def test_validate_by_listing_on_ci
+    { "true" => "listing", "1" => "listing", "woodpecker" => "listing", " TRUE " => "listing",
+      "false" => "mtime", "0" => "mtime", "" => "mtime" }.each do |ci, validate|
+      c = config({ "CI" => ci })
+      assert_equal validate, c.validate, "CI=#{ci.inspect}"
+      assert_empty c.problems
+    end
+    assert_equal "mtime", config({ "CI" => "true", "LOADSCAN_VALIDATE" => "mtime" }).validate
+    assert_equal "mtime", config({ "CI" => "true" }, validate: "mtime").validate
+    c = config({ "CI" => "true", "LOADSCAN_VALIDATE" => "digest" })
+    assert_equal ["LOADSCAN_VALIDATE \"digest\" is not one of listing, mtime; using listing"], c.problems
   end
 
   def test_cache_dir_must_be_absolute

@@ -3,6 +3,23 @@
 module Loadscan
   module TestSupport
     module Assertions
+      # A fraction of the requires that search $LOAD_PATH the index must answer in a real boot
+      # (measured: 99% and more; the rest are optional requires of missing features and `./` paths).
+      MIN_ANSWERED = 0.9
+      # At most this fraction of a stock boot's failed openat (the issue's bound).
+      MAX_FAILED_OPENS = 0.1
+
+      # loadscan's figures at the end of a real boot that loaded `features` features: active,
+      # engaged, answering most requires that searched, and most features coming through the index.
+      def assert_answered(stats, features, label)
+        refute_nil stats, "#{label}: loadscan not active"
+        assert stats[:engaged], "#{label}: require does not reach loadscan"
+        answered = stats[:hits] + stats[:misses]
+        searching = answered + stats[:left_to_ruby].values_at(:missing, :blind_spot, :loaded, :unavailable).sum
+        assert_operator answered, :>=, MIN_ANSWERED * searching, "#{label}: #{stats.inspect}"
+        assert_operator stats[:hits], :>=, features / 2, "#{label}: #{stats[:hits]} hits for #{features} features"
+      end
+
       # Same $LOADED_FEATURES, leaving out loadscan's own files. On a difference the message
       # names what only one side loaded (or the first place the order differs), not the
       # thousand-line arrays.

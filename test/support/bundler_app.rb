@@ -31,9 +31,6 @@ module Loadscan
       BUILT_GEMS = File.join(ENV["LOADSCAN_GEM_CACHE"] || File.join(ENV["XDG_CACHE_HOME"] || File.join(Dir.home, ".cache"),
                                                                      "loadscan", "rails-gems"),
                              File.basename(RbConfig::CONFIG["prefix"]))
-      # A `rails new --minimal` app's frameworks (its config/application.rb), for a Gemfile without
-      # `gem "rails"`, whose actioncable needs nio4r and websocket-driver (not built here).
-      RAILS_FRAMEWORKS = %w[railties activerecord actionpack actionview activemodel activesupport sprockets-rails].freeze
 
       module_function
 
@@ -59,15 +56,12 @@ module Loadscan
         built_gems? && !Dir[File.join(BUILT_GEMS, "specifications", "#{name}-[0-9]*.gemspec")].empty?
       end
 
-      # Why this Ruby has no Rails app here, or nil when it has one.
+      # Why this Ruby has no Rails 6.1 app here (Debian's Ruby only: other Rubies boot Rails 8.1,
+      # test/support/rails_app.rb), or nil when it has one.
       def no_rails
-        if debian_ruby?
-          "Debian's rails is not installed" unless gem?("rails")
-        elsif Dir[File.join(DEBIAN_GEMS, "specifications", "railties-*.gemspec")].empty?
-          "Debian's rails is not installed"
-        elsif !built_gems?
-          "no gems with native code for Ruby #{RUBY_VERSION} in #{BUILT_GEMS} (bin/setup builds them)"
-        end
+        return "Debian's Rails 6.1 is for Debian's Ruby only" unless debian_ruby?
+
+        "Debian's rails is not installed" unless gem?("rails")
       end
 
       # What every process of an app needs in its environment: this Ruby's tools first on PATH,
@@ -85,13 +79,8 @@ module Loadscan
         debian_ruby? || built_gems? ? COMMON_GEMS + NATIVE_GEMS : COMMON_GEMS
       end
 
-      # The Rails app's Gemfile: a generated one's gems where all are installed (Debian's Ruby),
-      # else its frameworks, with Bootsnap where it was built.
-      def rails_gems
-        return %w[rails sqlite3 puma listen bootsnap] if debian_ruby?
-
-        RAILS_FRAMEWORKS + %w[sqlite3 listen] + (gem?("bootsnap") ? %w[bootsnap] : [])
-      end
+      # The Rails 6.1 app's Gemfile: a generated one's gems, all Debian's.
+      def rails_gems = %w[rails sqlite3 puma listen bootsnap]
 
       def unbundled_gems
         Gem::Version.new(RUBY_VERSION) >= Gem::Version.new("3.4") ? UNBUNDLED_IN_34 : []
@@ -108,6 +97,12 @@ module Loadscan
           gem "loadscan", #{installed ? "" : "path: #{ROOT.inspect}, "}require: #{require_as.inspect}
         RUBY
         bundle_lock(app, extra_env, bundle: bundle)
+      end
+
+      # A Gemfile naming no gem, locked: Bundler sets up nothing but itself.
+      def empty_bundle(app)
+        File.write(File.join(app, "Gemfile"), "source \"https://rubygems.org\"\n")
+        bundle_lock(app)
       end
 
       # `bundle lock --local` of the app's Gemfile (`extra_env` as for `lock`; `bundle`: the
@@ -152,7 +147,7 @@ module Loadscan
         app
       end
 
-      # `rails new --minimal` (Debian's Rails, offline; nil when `no_rails`), its Gemfile reduced
+      # `rails new --minimal` (Debian's Rails 6.1, offline; nil when `no_rails`), its Gemfile reduced
       # to what is installed (rails_gems), plus `gem "loadscan", path: …`, and
       # `require "loadscan/setup"` in config/boot.rb after `require "bundler/setup"`, as the README says.
       def rails_app(dir)
@@ -208,27 +203,6 @@ module Loadscan
         raise "#{cmd.join(" ")} reported nothing in #{app}:\n#{run.stderr}" unless run.report
 
         run
-      end
-
-      # For the tests that boot the Rails app. Where this Ruby has none, or no Bootsnap, they fail
-      # on a Ruby that bin/setup provides them for (so bin/test cannot pass by skipping), and skip
-      # elsewhere.
-      module NeedsRails
-        def rails_app!(app)
-          return app if app
-
-          reason = BundlerApp.no_rails
-          flunk "#{reason}: run bin/setup" if BundlerApp.debian_ruby? || BundlerApp.built_gems_expected?
-          skip reason
-        end
-
-        # Debian's bootsnap for its Ruby; none for the others (bin/setup-rails-gems: no source).
-        def bootsnap!
-          return if BundlerApp.gem?("bootsnap")
-
-          flunk "Debian's bootsnap is not installed: run bin/setup" if BundlerApp.debian_ruby?
-          skip "no Bootsnap for Ruby #{RUBY_VERSION}: its C code has no Debian source to build from here (bin/setup-rails-gems)"
-        end
       end
     end
   end

@@ -99,7 +99,8 @@ module Loadscan
           full.merge!(env)
           # SIGKILL 5 s after SIGTERM: a process hung with the GVL held never handles SIGTERM.
           cmd = ["timeout", "--kill-after=5", timeout.to_s, *cmd] if timeout
-          cmd = ["strace", "-f", "-qq", "-e", "trace=openat", "-o", trace, *cmd] if strace
+          # --seccomp-bpf: only the traced calls stop the process (a boot under strace takes twice as long without).
+          cmd = ["strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=openat", "-o", trace, *cmd] if strace
           cmd = %w[setpriv --reuid=nobody --regid=nogroup --clear-groups] + cmd if as_nobody
           stdout, stderr, status = Open3.popen3(full, *cmd, chdir: chdir) do |stdin, out, err, wait|
             stdin.close

@@ -11,8 +11,9 @@
 //! Prints one line per repetition: `load_ns first_lookup_ns`, then one summary line
 //! `lookup_hit_ns lookup_miss_ns features bytes rss_kb`. Revalidation (a `stat` per root) is not
 //! part of "load"; it is reported by `Loadscan.stats` in real boots.
-use loadscan_core::CacheDir;
-use loadscan_core::{Index, Located};
+use loadscan_core::internals::CacheDir;
+use loadscan_core::internals::{Index, Located};
+use loadscan_core::SyncPolicy;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -44,10 +45,10 @@ fn main() {
         let t = Instant::now();
         let dir = CacheDir::open(path.parent().expect("a dir"), uid).expect("a trusted dir").expect("the dir exists");
         let snapshot = dir.load(name, env).expect("a valid cache");
-        let mut index = Index::from_snapshot(b"so", snapshot);
+        let mut index = Index::from_snapshot(SyncPolicy::default(), snapshot);
         index.set_order(&order);
         let loaded = t.elapsed();
-        let r = index.lookup(features[0].as_bytes());
+        let r = index.locate_feature(features[0].as_bytes());
         let first = t.elapsed() - loaded;
         assert!(matches!(r, Located::Found(..)), "first feature must be a hit");
         println!("{} {}", loaded.as_nanos(), first.as_nanos());
@@ -62,7 +63,7 @@ fn main() {
         let mut found = 0usize;
         for _ in 0..rounds {
             for f in fs {
-                found += matches!(index.lookup(f.as_bytes()), Located::Found(..)) as usize;
+                found += matches!(index.locate_feature(f.as_bytes()), Located::Found(..)) as usize;
             }
         }
         (t.elapsed().as_nanos() as f64 / (rounds * fs.len()) as f64, found)

@@ -4,9 +4,11 @@
 //! anyone could have written must be). Prints µs for write-to-disk-then-load + first lookup.
 //!
 //! `cargo run --release --example format_compare -p loadscan-core [FEATURES]`
-use loadscan_core::{encode, RootRecord, Snapshot};
-use loadscan_core::{FileEntry, Kind, Listing, RootState};
-use loadscan_core::{Index, Located};
+use loadscan_core::internals::{encode, RootRecord, Snapshot};
+use loadscan_core::internals::{FileEntry, Listing, RootState};
+use loadscan_core::internals::{Index, Located};
+use loadscan_core::Kind;
+use loadscan_core::SyncPolicy;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -40,9 +42,9 @@ fn main() {
     for _ in 0..9 {
         let t = Instant::now();
         let bytes = std::fs::read(&ours).unwrap();
-        let mut index = Index::from_snapshot(b"so", Snapshot::parse(bytes, b"env").unwrap());
+        let mut index = Index::from_snapshot(SyncPolicy::default(), Snapshot::parse(bytes, b"env").unwrap());
         index.set_order(&order);
-        assert!(matches!(index.lookup(probe.as_bytes()), Located::Found(..)));
+        assert!(matches!(index.locate_feature(probe.as_bytes()), Located::Found(..)));
         flat_us.push(t.elapsed().as_micros());
 
         let t = Instant::now();

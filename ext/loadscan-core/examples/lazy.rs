@@ -12,9 +12,10 @@
 //! repetition: `sync_ns lookups_ns dirs_listed_lazily answered records_ns encode_ns bytes
 //! warm_ns_per_lookup lazy_listing_ns` (writing the cache's records, encoding them, and the mean lookup time of
 //! the same features in an index served from that cache).
+use loadscan_core::internals::{Index, Located};
 use loadscan_core::ScanOptions;
+use loadscan_core::SyncPolicy;
 use loadscan_core::Validation;
-use loadscan_core::{Index, Located, SyncPolicy};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -37,18 +38,20 @@ fn main() {
     let policy = SyncPolicy { scan, validation: Validation::Mtime, stable: Vec::new() };
     for _ in 0..reps {
         let t0 = Instant::now();
-        let mut index = Index::new(b"so");
-        index.sync(&roots, &policy);
+        let mut index = Index::new(policy.clone());
+        index.sync(&roots);
         let sync_ns = t0.elapsed().as_nanos();
         let t1 = Instant::now();
-        let answered = features.iter().filter(|f| matches!(index.lookup(f.as_bytes()), Located::Found(..))).count();
+        let answered =
+            features.iter().filter(|f| matches!(index.locate_feature(f.as_bytes()), Located::Found(..))).count();
         let lookups_ns = t1.elapsed().as_nanos();
         let t2 = Instant::now();
         let records = index.records(0, 0);
         let records_ns = t2.elapsed().as_nanos();
         if std::env::var_os("LAZY_COUNTS").is_some() {
-            let sum =
-                |f: &dyn Fn(&loadscan_core::Listing) -> usize| records.iter().map(|r| f(&r.listing)).sum::<usize>();
+            let sum = |f: &dyn Fn(&loadscan_core::internals::Listing) -> usize| {
+                records.iter().map(|r| f(&r.listing)).sum::<usize>()
+            };
             eprintln!(
                 "files {} dirs {} deferred {} blind {}",
                 sum(&|l| l.files.len()),
@@ -58,15 +61,15 @@ fn main() {
             );
         }
         let t3 = Instant::now();
-        let bytes = loadscan_core::encode(&records, &[], b"env");
+        let bytes = loadscan_core::internals::encode(&records, &[], b"env");
         let encode_ns = t3.elapsed().as_nanos();
         // The next boot: the same lookups from the cache just written.
-        let snapshot = loadscan_core::Snapshot::parse(bytes.clone(), b"env").expect("own cache");
-        let mut warm = Index::from_snapshot(b"so", snapshot);
-        warm.sync(&roots, &policy);
+        let snapshot = loadscan_core::internals::Snapshot::parse(bytes.clone(), b"env").expect("own cache");
+        let mut warm = Index::from_snapshot(policy.clone(), snapshot);
+        warm.sync(&roots);
         let t4 = Instant::now();
         for f in &features {
-            std::hint::black_box(warm.lookup(f.as_bytes()));
+            std::hint::black_box(warm.locate_feature(f.as_bytes()));
         }
         let warm_ns = t4.elapsed().as_nanos() / features.len().max(1) as u128;
         println!(

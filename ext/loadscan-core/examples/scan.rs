@@ -11,8 +11,10 @@
 //! Prints one line per repetition: `scan_ns index_ns files dirs roots` — the wall time of the
 //! scan, the time to build an `Index` from its listings (feature table), the loadable files and
 //! the directories listed. Only the public API is used.
-use loadscan_core::Index;
-use loadscan_core::{scan_roots, scan_serial, Listing, ScanOptions};
+use loadscan_core::internals::Index;
+use loadscan_core::internals::{scan_roots, scan_serial, Listing};
+use loadscan_core::ScanOptions;
+use loadscan_core::SyncPolicy;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -44,7 +46,7 @@ fn main() {
         let files: usize = listings.iter().map(|l| l.files.len()).sum();
         let dirs: usize = listings.iter().map(|l| l.dirs.len()).sum();
         let t1 = Instant::now();
-        let mut index = Index::new(&opts.dlext);
+        let mut index = Index::new(SyncPolicy { scan: opts.clone(), ..SyncPolicy::default() });
         for l in listings {
             index.add(l);
         }

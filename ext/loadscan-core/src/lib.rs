@@ -1,45 +1,72 @@
 //! The core of loadscan: list `$LOAD_PATH` entries (up front, or each directory when a lookup
 //! first needs it) and answer, for any feature, which file Ruby's `require` would load — with
 //! Ruby's own precedence, and an honest "don't know" where a listing could not see everything.
-//! [`ExpandedLoadPath`] turns `$LOAD_PATH`'s elements into those entries as Ruby expands them.
 //! No Ruby is needed: `cargo test` covers it all.
 //!
-//! ```no_run
-//! use loadscan_core::{Index, Located, ScanOptions, SyncPolicy, Validation};
-//! use std::path::PathBuf;
+//! A process follows `$LOAD_PATH` with one [`Session`]: it reads the cache at the start, syncs
+//! with `$LOAD_PATH` (any [`Entries`] source: the binding's reads the Ruby array) before each
+//! question, *finds* each feature ([`Session::find`]: an [`Answer`], or the [`Reason`] Ruby's
+//! own search must answer), and writes the cache and the last boot's record at exit.
 //!
-//! let order = vec![PathBuf::from("/app/lib"), PathBuf::from("/usr/lib/ruby/3.1.0")];
-//! // the default, as loadscan ships: each entry's own directory now, the rest when needed
-//! let scan = ScanOptions::default();
-//! let policy = SyncPolicy { scan, validation: Validation::Mtime, stable: vec![] };
-//! let mut index = Index::new(b"so");
-//! index.sync(&order, &policy); // lists what it has not seen, then ranks
-//! let query = index.parse(b"json").expect("a feature, not a path");
-//! if let Located::Found(root, kind) = index.locate(&query) {
-//!     println!("{}", String::from_utf8_lossy(&index.path_of(root, &query.stem, kind)));
+//! ```no_run
+//! use loadscan_core::{Entries, Entry, InPlace, Session, Settings, SyncPolicy};
+//!
+//! /// `$LOAD_PATH` as a list of Strings that never changes after the first sync.
+//! struct Fixed(Vec<&'static [u8]>, bool);
+//!
+//! impl Entries for Fixed {
+//!     type Error = ();
+//!     fn len(&self) -> usize { self.0.len() }
+//!     fn entry(&mut self, i: usize) -> Result<Entry<'_>, ()> { Ok(Entry::String(self.0[i])) }
+//!     fn is_unchanged(&self) -> bool { self.1 }
+//!     fn remember(&mut self) { self.1 = true }
+//! }
+//!
+//! // the default policy, as loadscan ships: each entry's own directory now, the rest when needed
+//! let settings = Settings { policy: SyncPolicy::default(), cache: None };
+//! let (mut session, _warning) = Session::start(settings, &InPlace);
+//! let mut load_path = Fixed(vec![b"/app/lib", b"/usr/lib/ruby/3.1.0"], false);
+//! session.sync(&mut load_path, &InPlace).expect("a load path loadscan can follow");
+//! if let Ok(answer) = session.find(b"json", &InPlace) {
+//!     match answer.file {
+//!         Some(file) => println!("{}", String::from_utf8_lossy(&file.path)),
+//!         None => println!("LoadError: no entry has it"),
+//!     }
 //! }
 //! ```
+//!
+//! What the tests, examples and benchmarks drive directly (the index, the scanner, the cache
+//! file's parts) is in [`internals`], hidden from the docs: no stable interface.
 #![deny(missing_docs)]
 
 pub use blocking::{Blocking, InPlace};
 pub use hash::stable_hash;
 pub use index::{
-    resolve, settle, settle_in_turn, Explanation, Hint, Index, LazyStats, Lister, Located, Lookup, Query, Reason,
-    RecentPaths, Resolved, RootId, SyncPolicy, SyncReport, Want, PROBE,
+    resolve, Answer, Explanation, FoundFile, Hint, LazyStats, Reason, RecentPaths, Resolved, SyncPolicy, Want, PROBE,
 };
-pub use load_path::{Entries, Entry, ExpandedLoadPath, Polled};
-pub use scan::{
-    list_deferred, scan_roots, scan_serial, DirRecord, DirStamp, FileEntry, Kind, ListHook, Listing, ProblemKind,
-    RootState, ScanOptions, ScanProblem,
-};
+pub use load_path::{Entries, Entry, Polled};
+pub use scan::{Kind, ProblemKind, ScanOptions};
 pub use session::{
     Counters, Figure, Json, Pending, Problem, Requires, Rescan, Saved, Session, Settings, Stats, Timings,
 };
-pub use store::{
-    bound_dead_roots, encode, Bytes, CacheDir, CacheFile, DirError, DirErrorKind, LoadError, LoadErrorKind, Opened,
-    RootRecord, Snapshot, Validation, CACHE_FILE, CACHE_FILES, DEAD_ROOTS_MIN, FORMAT_VERSION, LAST_BOOT_FILE,
-    MAX_FILE_LEN, RACY_NS,
-};
+pub use store::{CacheFile, Validation, CACHE_FILES};
+
+/// The parts below the [`Session`] that the tests, examples and benchmarks drive directly: the
+/// index and its lookups, the scanner, the cache file's layout and trust checks. Not a stable
+/// interface.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::index::{settle, settle_in_turn, Index, Lister, Located, Query, RootId, SyncReport};
+    pub use crate::load_path::ExpandedLoadPath;
+    pub use crate::scan::{
+        list_deferred, scan_roots, scan_serial, DirRecord, DirStamp, FileEntry, ListHook, Listing, RootState,
+        ScanProblem,
+    };
+    pub use crate::store::{
+        bound_dead_roots, encode, Bytes, CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind, Opened,
+        RootRecord, Snapshot, CACHE_FILE, DEAD_ROOTS_MIN, FORMAT_VERSION, LAST_BOOT_FILE, MAX_FILE_LEN, RACY_NS,
+    };
+}
 
 mod blocking;
 mod hash;

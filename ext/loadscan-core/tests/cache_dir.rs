@@ -4,7 +4,7 @@
 mod common;
 
 use common::{cold, euid, is_root, load, policy, write_atomic, TempTree, ENV};
-use loadscan_core::{CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind};
+use loadscan_core::internals::{CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 

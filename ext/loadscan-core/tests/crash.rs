@@ -5,7 +5,7 @@
 mod common;
 
 use common::{load, TempTree};
-use loadscan_core::{encode, CacheDir};
+use loadscan_core::internals::{encode, CacheDir};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::{Command, Stdio};

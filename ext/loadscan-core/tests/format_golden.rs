@@ -7,9 +7,10 @@
 //! then regenerate the golden file with
 //! `LOADSCAN_BLESS=1 cargo test -p loadscan-core --test format_golden` and commit it.
 
+use loadscan_core::internals::{encode, RootRecord, Snapshot, FORMAT_VERSION};
+use loadscan_core::internals::{DirRecord, DirStamp, FileEntry, Listing, RootState};
 use loadscan_core::stable_hash;
-use loadscan_core::{encode, RootRecord, Snapshot, FORMAT_VERSION};
-use loadscan_core::{DirRecord, DirStamp, FileEntry, Kind, Listing, RootState};
+use loadscan_core::Kind;
 use std::path::{Path, PathBuf};
 
 const ENV: &[u8] = b"loadscan 0.0.0|ruby-rev|x86_64-linux|so";

@@ -3,13 +3,14 @@
 mod common;
 
 use common::{answer, policy, TempTree};
-use loadscan_core::Index;
-use loadscan_core::{scan_roots, ScanOptions};
+use loadscan_core::internals::scan_roots;
+use loadscan_core::internals::Index;
+use loadscan_core::ScanOptions;
 use std::path::PathBuf;
 
 fn index_for(order: &[PathBuf]) -> Index {
-    let mut index = Index::new(b"so");
-    index.sync(order, &policy());
+    let mut index = Index::new(policy());
+    index.sync(order);
     index
 }
 
@@ -38,7 +39,7 @@ fn reordering_changes_answers_without_rescanning() {
     let mut index = index_for(&[e1.clone(), e2.clone()]);
     assert_eq!(answer(&mut index, "x"), format!("{}/x.rb", e1.display()));
     let order = vec![e2.clone(), e1.clone(), e2.clone()];
-    let report = index.sync(&order, &policy());
+    let report = index.sync(&order);
     assert_eq!((report.scanned, report.refreshed), (0, 0), "nothing rescanned");
     assert_eq!(answer(&mut index, "x"), format!("{}/x.rb", e2.display()));
     index.set_order(std::slice::from_ref(&e1));

@@ -4,8 +4,9 @@
 mod common;
 
 use common::{answer, lazy_policy, policy, settled_cache, TempTree, ENV};
-use loadscan_core::Snapshot;
-use loadscan_core::{Index, Located, SyncPolicy};
+use loadscan_core::internals::Snapshot;
+use loadscan_core::internals::{Index, Located};
+use loadscan_core::SyncPolicy;
 use loadscan_core::{Kind, ScanOptions};
 use std::path::{Path, PathBuf};
 
@@ -35,10 +36,10 @@ fn lazy_answers_are_what_require_would_load_and_never_less_than_eager_ones() {
     for seed in 0..20 {
         let t = TempTree::new("lazy-random");
         let (order, stems) = random_tree(&t, seed);
-        let mut eager = Index::new(b"so");
-        eager.sync(&order, &policy());
-        let mut lazy = Index::new(b"so");
-        lazy.sync(&order, &lazy_policy());
+        let mut eager = Index::new(policy());
+        eager.sync(&order);
+        let mut lazy = Index::new(lazy_policy());
+        lazy.sync(&order);
         for stem in &stems {
             for f in [stem.clone(), format!("{stem}.rb"), format!("{stem}.so")] {
                 let truth = brute_force(&order, f.strip_suffix(".rb").or(f.strip_suffix(".so")).unwrap_or(&f));
@@ -72,8 +73,8 @@ fn only_the_directories_a_lookup_goes_through_are_listed() {
     }
     t.file("g1/lib/shared/util.so").file("g4/lib/shared/util.rb");
     let order: Vec<PathBuf> = (0..5).map(|g| t.path(&format!("g{g}/lib"))).collect();
-    let mut index = Index::new(b"so");
-    index.sync(&order, &lazy_policy());
+    let mut index = Index::new(lazy_policy());
+    index.sync(&order);
     assert_eq!(index.lazy_stats().listed, 0, "a sync lists only the entries themselves");
     assert_eq!(answer(&mut index, "g2"), format!("{}/g2.rb", order[2].display()));
     assert_eq!(index.lazy_stats().listed, 0, "a top-level feature needs no directory below");
@@ -99,14 +100,14 @@ fn a_lazy_cache_holds_what_was_listed_and_grows_when_a_later_boot_needs_more() {
     let p = SyncPolicy { stable: vec![t.path("gems")], ..lazy_policy() };
     let save = settled_cache;
     let warm = |bytes: &[u8]| {
-        let mut index = Index::from_snapshot(b"so", Snapshot::parse(bytes.to_vec(), ENV).unwrap());
-        let report = index.sync(&order, &p);
+        let mut index = Index::from_snapshot(p.clone(), Snapshot::parse(bytes.to_vec(), ENV).unwrap());
+        let report = index.sync(&order);
         assert_eq!((report.scanned, report.refreshed), (0, 0));
         index
     };
     let first = ["models/user", "g/a", "g"];
-    let mut cold = Index::new(b"so");
-    cold.sync(&order, &p);
+    let mut cold = Index::new(p.clone());
+    cold.sync(&order);
     let want: Vec<String> = first.iter().map(|f| answer(&mut cold, f)).collect();
     assert_eq!(want[0], format!("{}/models/user.rb", order[0].display()));
     let bytes = save(&cold);
@@ -128,8 +129,8 @@ fn a_lazy_cache_holds_what_was_listed_and_grows_when_a_later_boot_needs_more() {
 
     let mut third = warm(&bytes);
     for f in ["models/user", "g/a", "g", "g/b/d", "models/admin/role", "g/b/c", "g/b/e/f"] {
-        let mut fresh = Index::new(b"so");
-        fresh.sync(&order, &policy());
+        let mut fresh = Index::new(policy());
+        fresh.sync(&order);
         assert_eq!(answer(&mut third, f), answer(&mut fresh, f), "{f}");
     }
     assert_eq!(third.lazy_stats().listed, 0, "the second boot's listings were saved too");
@@ -141,15 +142,15 @@ fn changes_in_deferred_and_listed_directories_are_seen_by_the_next_boot() {
     t.file("app/a/x.rb").file("app/b/y.rb").file("app/c/z.rb");
     let order = vec![t.path("app")];
     let p = lazy_policy();
-    let mut cold = Index::new(b"so");
-    cold.sync(&order, &p);
+    let mut cold = Index::new(p.clone());
+    cold.sync(&order);
     assert_eq!(answer(&mut cold, "a/x"), format!("{}/a/x.rb", order[0].display()));
     let bytes = settled_cache(&cold);
     // A file in a listed directory, one in a deferred one, a new directory at the top.
     t.file("app/a/new.rb").file("app/b/new.rb").file("app/d/new.rb");
     std::fs::remove_dir_all(t.path("app/c")).unwrap();
-    let mut warm = Index::from_snapshot(b"so", Snapshot::parse(bytes, ENV).unwrap());
-    let report = warm.sync(&order, &p);
+    let mut warm = Index::from_snapshot(p.clone(), Snapshot::parse(bytes, ENV).unwrap());
+    let report = warm.sync(&order);
     assert_eq!((report.scanned, report.refreshed), (0, 1), "app/ and app/a/ changed: one refresh");
     for f in ["a/x", "a/new", "b/new", "b/y", "d/new", "c/z"] {
         assert_eq!(answer(&mut warm, f), brute_force(&order, f), "{f}");
@@ -165,15 +166,15 @@ fn a_loop_listed_lazily_stays_followed_after_a_change() {
     t.file("app/a/x.rb").link("app/a/up", "..");
     let order = vec![t.path("app")];
     let p = lazy_policy();
-    let mut cold = Index::new(b"so");
-    cold.sync(&order, &p);
+    let mut cold = Index::new(p.clone());
+    cold.sync(&order);
     let deep = "a/up/a/up/a/x";
     assert_eq!(answer(&mut cold, deep), brute_force(&order, deep));
     assert!(cold.take_problems().is_empty());
     let bytes = settled_cache(&cold);
     t.file("app/new.rb").file("app/a/new.rb"); // app/ and app/a/ (so app/a/up/) change
-    let mut warm = Index::from_snapshot(b"so", Snapshot::parse(bytes, ENV).unwrap());
-    let report = warm.sync(&order, &p);
+    let mut warm = Index::from_snapshot(p.clone(), Snapshot::parse(bytes, ENV).unwrap());
+    let report = warm.sync(&order);
     assert_eq!(report.refreshed, 1);
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     for f in [deep, "a/up/a/new", "a/up/new", "new"] {
@@ -187,12 +188,12 @@ fn lazy_listings_go_through_the_given_lister_and_a_failing_one_blinds_only_its_d
     let t = TempTree::new("lazy-lister");
     t.file("e/top.rb").file("e/a/b/x.rb").file("e/boom/y.rb").file("f/boom/y.rb");
     let order = vec![t.path("e"), t.path("f")];
-    let mut index = Index::new(b"so");
-    index.sync(&order, &lazy_policy());
+    let mut index = Index::new(lazy_policy());
+    index.sync(&order);
     let mut asked: Vec<String> = Vec::new();
     let mut lister = |root: &Path, rel: &[u8], dev: Option<u64>, opts: &ScanOptions| {
         asked.push(format!("{}:{}", root.file_name().unwrap().to_string_lossy(), String::from_utf8_lossy(rel)));
-        loadscan_core::list_deferred(root, rel, dev, opts)
+        loadscan_core::internals::list_deferred(root, rel, dev, opts)
     };
     let q = index.parse(b"a/b/x").unwrap();
     let found = index.locate_with(&q, &mut lister);
@@ -201,9 +202,9 @@ fn lazy_listings_go_through_the_given_lister_and_a_failing_one_blinds_only_its_d
     // A listing that panics (a bug, or here an injected fault) blinds that directory only.
     let hook: std::sync::Arc<dyn Fn(&Path) + Send + Sync> =
         std::sync::Arc::new(|p: &Path| assert!(!p.ends_with("boom"), "injected fault"));
-    let faulty = ScanOptions { before_list: loadscan_core::ListHook(Some(hook)), ..lazy_policy().scan };
+    let faulty = ScanOptions { before_list: loadscan_core::internals::ListHook(Some(hook)), ..lazy_policy().scan };
     let mut panicking = |root: &Path, rel: &[u8], dev: Option<u64>, _: &ScanOptions| {
-        loadscan_core::list_deferred(root, rel, dev, &faulty)
+        loadscan_core::internals::list_deferred(root, rel, dev, &faulty)
     };
     let q = index.parse(b"boom/y").unwrap();
     assert_eq!(index.locate_with(&q, &mut panicking), Located::Unknown);

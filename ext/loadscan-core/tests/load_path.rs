@@ -5,7 +5,8 @@
 mod common;
 
 use common::TempTree;
-use loadscan_core::{Entries, Entry, ExpandedLoadPath, Polled};
+use loadscan_core::internals::ExpandedLoadPath;
+use loadscan_core::{Entries, Entry, Polled};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -3,7 +3,8 @@
 mod common;
 
 use common::{random_tree, TempTree};
-use loadscan_core::{scan_roots, scan_serial, FileEntry, Kind, Listing, ProblemKind, RootState, ScanOptions};
+use loadscan_core::internals::{scan_roots, scan_serial, FileEntry, Listing, RootState};
+use loadscan_core::{Kind, ProblemKind, ScanOptions};
 use std::path::PathBuf;
 
 fn opts(threads: usize) -> ScanOptions {
@@ -165,7 +166,8 @@ fn a_panicking_listing_blinds_one_directory_and_never_hangs() {
     let hook: std::sync::Arc<dyn Fn(&std::path::Path) + Send + Sync> =
         std::sync::Arc::new(|p: &std::path::Path| assert!(!p.ends_with("boom"), "injected fault"));
     for threads in [1, 2, 4] {
-        let opts = ScanOptions { threads, before_list: loadscan_core::ListHook(Some(hook.clone())), ..opts(1) };
+        let opts =
+            ScanOptions { threads, before_list: loadscan_core::internals::ListHook(Some(hook.clone())), ..opts(1) };
         let roots = roots.clone();
         let (listings, problems) = within_a_minute("a scan with a panicking worker", move || scan_roots(&roots, &opts));
         assert_eq!(files(&listings[0]), vec![("fine/y".into(), Kind::Rb), ("top".into(), Kind::Rb)], "{threads}");

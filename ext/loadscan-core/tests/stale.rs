@@ -5,7 +5,8 @@
 mod common;
 
 use common::{answer, cold, is_root, lazy_policy, policy, settled_records, warm, TempTree, ENV};
-use loadscan_core::{encode, scan_roots, scan_serial, ScanOptions, SyncPolicy};
+use loadscan_core::internals::{encode, scan_roots, scan_serial};
+use loadscan_core::{ScanOptions, SyncPolicy};
 
 #[test]
 fn a_dangling_symlink_is_never_a_sure_miss_and_is_listed_again_next_boot() {

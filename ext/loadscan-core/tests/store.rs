@@ -3,9 +3,11 @@
 mod common;
 
 use common::{answer, cold, policy, settled_cache, warm, TempTree, ENV};
+use loadscan_core::internals::Index;
+use loadscan_core::internals::{bound_dead_roots, encode, RootRecord, Snapshot, DEAD_ROOTS_MIN, RACY_NS};
 use loadscan_core::ScanOptions;
-use loadscan_core::{bound_dead_roots, encode, RootRecord, Snapshot, Validation, DEAD_ROOTS_MIN, RACY_NS};
-use loadscan_core::{Index, SyncPolicy};
+use loadscan_core::SyncPolicy;
+use loadscan_core::Validation;
 use std::path::{Path, PathBuf};
 
 #[test]
@@ -53,8 +55,8 @@ fn every_change_between_boots_is_caught() {
     assert_eq!(answer(&mut index, "z"), "missing");
     assert_eq!(answer(&mut index, "deep/x"), format!("{}/deep/x.rb", e1.display()));
     // And the refreshed index equals a fresh one on every feature of the tree.
-    let mut fresh = Index::new(b"so");
-    fresh.sync(&order, &p);
+    let mut fresh = Index::new(p.clone());
+    fresh.sync(&order);
     for f in ["keep", "deep/x", "shadow", "moved/y", "moved/w", "old/y", "z", "newdir/n"] {
         assert_eq!(answer(&mut index, f), answer(&mut fresh, f), "{f}");
     }
@@ -73,8 +75,8 @@ fn a_directory_moved_below_its_old_place_is_not_taken_for_a_loop() {
     for eager_depth in [usize::MAX, 0] {
         let base = policy();
         let p = SyncPolicy { scan: ScanOptions { eager_depth, ..base.scan.clone() }, ..base };
-        let mut cold_index = Index::new(b"so");
-        cold_index.sync(&order, &p);
+        let mut cold_index = Index::new(p.clone());
+        cold_index.sync(&order);
         for f in ["a/b/x", "a/y"] {
             answer(&mut cold_index, f); // listed lazily (eager_depth 0), so cached too
         }
@@ -168,8 +170,8 @@ fn roots_off_the_load_path_are_pruned_after_a_while() {
     let t = TempTree::new("prune");
     t.file("old/a.rb").file("new/b.rb");
     let p = policy();
-    let mut index = Index::new(b"so");
-    index.sync(&[t.path("old"), t.path("new")], &p);
+    let mut index = Index::new(p.clone());
+    index.sync(&[t.path("old"), t.path("new")]);
     let bytes = encode(&index.records(1_000, 0), &[], ENV);
     let (mut index, _) = warm(&bytes, &[t.path("new")], &p);
     index.set_order(&[t.path("new")]);
@@ -211,9 +213,9 @@ fn roots_off_the_load_path_are_bounded_in_number() {
     let records = |n: usize, used: i64| -> Vec<RootRecord> {
         (0..n)
             .map(|i| {
-                let l = loadscan_core::Listing::empty(
+                let l = loadscan_core::internals::Listing::empty(
                     PathBuf::from(format!("/r{used}-{i}")),
-                    loadscan_core::RootState::Missing,
+                    loadscan_core::internals::RootState::Missing,
                 );
                 RootRecord { listing: l, volatile: false, scanned_at_ns: 0, last_used_s: used }
             })

@@ -3,9 +3,11 @@
 mod common;
 
 use common::{answer, cold, euid, lazy_policy, load, policy, write_atomic, Rng, TempTree, ENV};
-use loadscan_core::{encode, CacheDir, LoadError, LoadErrorKind, Snapshot, MAX_FILE_LEN};
-use loadscan_core::{scan_roots, ScanOptions};
-use loadscan_core::{Index, SyncPolicy};
+use loadscan_core::internals::scan_roots;
+use loadscan_core::internals::Index;
+use loadscan_core::internals::{encode, CacheDir, LoadError, LoadErrorKind, Snapshot, MAX_FILE_LEN};
+use loadscan_core::ScanOptions;
+use loadscan_core::SyncPolicy;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
@@ -33,10 +35,10 @@ fn hostile_bytes_never_panic() {
     // (so the prefix table holds both kinds of gap).
     let p = policy();
     let (_, full) = cold(&order, &p, false);
-    let mut lazy = Index::new(b"so");
-    lazy.sync(&order, &lazy_policy());
+    let mut lazy = Index::new(lazy_policy());
+    lazy.sync(&order);
     for f in ["d1/f1", "d2/f2", "d1/deep/er/y"] {
-        let _ = lazy.lookup(f.as_bytes());
+        let _ = lazy.locate_feature(f.as_bytes());
     }
     assert!(lazy.lazy_stats().listed >= 4);
     let lazy_bytes = encode(&lazy.records(1_000, 0), &[], ENV);
@@ -51,12 +53,12 @@ fn hostile_bytes_never_panic() {
 fn fuzz_cache(good: &[u8], order: &[PathBuf], p: &SyncPolicy) {
     let probe = |bytes: Vec<u8>| {
         if let Ok(s) = Snapshot::parse(bytes, ENV) {
-            let mut index = Index::from_snapshot(b"so", s);
-            index.sync(order, p);
+            let mut index = Index::from_snapshot(p.clone(), s);
+            index.sync(order);
             for f in
                 features(40).iter().map(String::as_str).chain(["dup", "dup.so", ".skip/x", "d1/f1", "d1/deep/er/y"])
             {
-                let _ = index.lookup(f.as_bytes());
+                let _ = index.locate_feature(f.as_bytes());
             }
             let _ = index.records(0, 0);
         }
@@ -111,8 +113,9 @@ fn fuzz_cache(good: &[u8], order: &[PathBuf], p: &SyncPolicy) {
 /// A cache big enough to be read into the prefaulted mapping (Linux), loaded from disk.
 #[test]
 fn large_caches_load_from_disk() {
-    use loadscan_core::RootRecord;
-    use loadscan_core::{FileEntry, Kind, Listing, RootState};
+    use loadscan_core::internals::RootRecord;
+    use loadscan_core::internals::{FileEntry, Listing, RootState};
+    use loadscan_core::Kind;
     let t = TempTree::new("large");
     let records: Vec<RootRecord> = (0..40)
         .map(|r| {
@@ -126,7 +129,7 @@ fn large_caches_load_from_disk() {
     assert!(bytes.len() > 512 << 10, "{} bytes", bytes.len());
     let path = write_atomic(&t.path("cache"), "loadscan.cache", &bytes).unwrap();
     let uid = std::fs::metadata(&path).unwrap().uid();
-    let mut index = Index::from_snapshot(b"so", load(&path, ENV, uid).expect("loads"));
+    let mut index = Index::from_snapshot(policy(), load(&path, ENV, uid).expect("loads"));
     let order: Vec<PathBuf> = (0..40).map(|r| t.path(&format!("g{r}"))).collect();
     index.set_order(&order);
     assert_eq!(answer(&mut index, "g39/sub/f999"), format!("{}/g39/sub/f999.rb", t.path("g39").display()));
@@ -292,7 +295,7 @@ fn a_crafted_slot_table_cannot_make_lookups_long() {
     let s = Snapshot::parse(c.bytes(), ENV).expect("well-formed");
     let started = std::time::Instant::now();
     for i in 0..100 {
-        assert_eq!(s.lookup(format!("missing{i}").as_bytes()), None);
+        assert_eq!(s.postings(format!("missing{i}").as_bytes()), None);
     }
     let took = started.elapsed();
     assert!(took < std::time::Duration::from_secs(1), "100 lookups took {took:?}");
@@ -317,7 +320,7 @@ fn a_crafted_file_cannot_make_a_rewrite_allocate_gigabytes() {
     let s = Snapshot::parse(c.bytes(), ENV).expect("well-formed");
     assert!(s.files_by_root(None).iter().all(Vec::is_empty));
     assert!(s.listing_without_files(&s.root(0).unwrap()).is_none(), "not rebuilt: scanned again instead");
-    let index = Index::from_snapshot(b"so", s);
+    let index = Index::from_snapshot(policy(), s);
     assert!(index.records(0, 0).is_empty(), "nothing of the file is written back");
 }
 

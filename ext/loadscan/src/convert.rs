@@ -4,7 +4,7 @@
 
 use magnus::{prelude::*, Error, IntoValue, RArray, RHash, RString, Ruby, Symbol, Value};
 
-use loadscan_core::{Explanation, Figure, Json, Kind, Lookup, Problem, ProblemKind, Reason, Saved, Stats};
+use loadscan_core::{Answer, Explanation, Figure, FoundFile, Json, Kind, Problem, Reason, Saved, Stats};
 
 /// A copy of a String argument's bytes (Ruby code run during a lookup — a `to_path` of a
 /// `$LOAD_PATH` entry — could otherwise change them under us). Only real Strings take the fast
@@ -68,24 +68,24 @@ fn kind_symbol(ruby: &Ruby, kind: Kind) -> Symbol {
 
 /// `Native.lookup`'s answer: the path, `:missing` (no entry has it) or `:unknown` (Ruby's
 /// `require` must decide); `None` for no lookup (stopped, busy, not a String).
-pub fn lookup_answer(ruby: &Ruby, found: Option<Result<Lookup, Reason>>, feature: Value) -> Value {
+pub fn lookup_answer(ruby: &Ruby, found: Option<Result<Answer, Reason>>, feature: Value) -> Value {
     match found {
-        Some(Ok((_, Some((path, _))))) => path_string(ruby, &path, feature).as_value(),
-        Some(Ok((_, None)) | Err(Reason::Missing)) => ruby.to_symbol("missing").as_value(),
+        Some(Ok(Answer { file: Some(file), .. })) => path_string(ruby, &file.path, feature).as_value(),
+        Some(Ok(Answer { file: None, .. }) | Err(Reason::Missing)) => ruby.to_symbol("missing").as_value(),
         _ => ruby.to_symbol("unknown").as_value(),
     }
 }
 
 /// `resolve_feature_path`'s answer from the index: `[:rb | :so, path]`, nil for a sure miss, or
 /// `None` when Ruby's own method must answer.
-pub fn feature_path(ruby: &Ruby, found: Option<Result<Lookup, Reason>>, feature: Value) -> Option<Value> {
+pub fn feature_path(ruby: &Ruby, found: Option<Result<Answer, Reason>>, feature: Value) -> Option<Value> {
     match found? {
-        Ok((_, Some((path, kind)))) => {
+        Ok(Answer { file: Some(FoundFile { path, kind }), .. }) => {
             let pair = [kind_symbol(ruby, kind).as_value(), path_string(ruby, &path, feature).as_value()];
             Some(ruby.ary_new_from_values(&pair).as_value())
         }
-        Ok((_, None)) => Some(ruby.qnil().as_value()),
-        Err(_) => None,
+        Ok(Answer { file: None, maybe_linked_in: false, .. }) => Some(ruby.qnil().as_value()),
+        Ok(Answer { file: None, maybe_linked_in: true, .. }) | Err(_) => None,
     }
 }
 
@@ -99,21 +99,12 @@ pub fn saved(ruby: &Ruby, saved: Saved) -> Value {
     }
 }
 
-/// `[[kind, message], …]`; kind is `:loop`, `:dangling`, `:unreadable`, `:too_large`,
-/// `:failed`, `:vanished` or `:case_folding`.
+/// `[[kind, message], …]`; kind is a [`loadscan_core::ProblemKind::name`] (`:loop`,
+/// `:dangling`, …: `Native::PROBLEM_KINDS`).
 pub fn problems(ruby: &Ruby, problems: &[Problem]) -> RArray {
     let out = ruby.ary_new_capa(problems.len());
     for p in problems {
-        let kind = match p.kind {
-            ProblemKind::Loop => "loop",
-            ProblemKind::Dangling => "dangling",
-            ProblemKind::Unreadable => "unreadable",
-            ProblemKind::TooLarge => "too_large",
-            ProblemKind::Vanished => "vanished",
-            ProblemKind::Failed => "failed",
-            ProblemKind::CaseFolding => "case_folding",
-        };
-        let pair = [ruby.to_symbol(kind).as_value(), ruby.str_new(&p.message).as_value()];
+        let pair = [ruby.to_symbol(p.kind.name()).as_value(), ruby.str_new(&p.message).as_value()];
         let _ = out.push(ruby.ary_new_from_values(&pair));
     }
     out
@@ -167,26 +158,44 @@ pub fn strings(ruby: &Ruby, list: Vec<Vec<u8>>) -> RArray {
     out
 }
 
-/// A Hash of String or Symbol keys to Strings, Symbols, Integers, true or false, as the
-/// fields a record adds (`Native.record_last_boot`).
+/// A Hash of String or Symbol keys to Strings, Symbols, Integers, Floats, true, false, nil,
+/// Arrays and Hashes of those, as the fields a record adds (`Native.record_last_boot`).
 pub fn json_fields(ruby: &Ruby, hash: RHash) -> Result<Vec<(String, Json)>, Error> {
+    json_fields_at(ruby, hash, 0)
+}
+
+/// How deep a record's values may nest (an Array that holds itself must not recurse for ever).
+const MAX_DEPTH: usize = 8;
+
+fn json_fields_at(ruby: &Ruby, hash: RHash, depth: usize) -> Result<Vec<(String, Json)>, Error> {
     let mut out = Vec::new();
     hash.foreach(|key: Value, value: Value| {
         let key = match Symbol::from_value(key) {
             Some(sym) => sym.name()?.into_owned(),
             None => String::try_convert(key)?,
         };
-        let value = if let Some(s) = RString::from_value(value) {
-            Json::Str(bytes(s))
-        } else if let Some(sym) = Symbol::from_value(value) {
-            Json::Str(sym.name()?.as_bytes().to_vec())
-        } else if value.is_kind_of(ruby.class_integer()) {
-            Json::Int(i64::try_convert(value)?)
-        } else {
-            Json::Bool(value.to_bool())
-        };
-        out.push((key, value));
+        out.push((key, json_value(ruby, value, depth)?));
         Ok(magnus::r_hash::ForEach::Continue)
     })?;
     Ok(out)
+}
+
+fn json_value(ruby: &Ruby, value: Value, depth: usize) -> Result<Json, Error> {
+    Ok(if let Some(s) = RString::from_value(value) {
+        Json::Str(bytes(s))
+    } else if let Some(sym) = Symbol::from_value(value) {
+        Json::Str(sym.name()?.as_bytes().to_vec())
+    } else if value.is_kind_of(ruby.class_integer()) {
+        Json::Int(i64::try_convert(value)?)
+    } else if value.is_kind_of(ruby.class_float()) {
+        Json::Float(f64::try_convert(value)?)
+    } else if value.is_nil() || depth >= MAX_DEPTH {
+        Json::Null
+    } else if let Some(list) = RArray::from_value(value) {
+        Json::Array(list.into_iter().map(|v| json_value(ruby, v, depth + 1)).collect::<Result<_, _>>()?)
+    } else if let Some(h) = RHash::from_value(value) {
+        Json::Object(json_fields_at(ruby, h, depth + 1)?)
+    } else {
+        Json::Bool(value.to_bool())
+    })
 }

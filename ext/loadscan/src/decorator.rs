@@ -65,11 +65,11 @@ fn load_error(ruby: &Ruby, feature: Value) -> Error {
 pub fn require(ruby: &Ruby, rb_self: Value, feature: Value) -> Result<Value, Error> {
     let Some(bytes) = feature_bytes(feature) else {
         COUNTERS.count_deferred(Reason::NotString);
-        report_deferral(ruby, feature, Reason::NotString);
+        report_deferral(ruby, feature, Reason::NotString)?;
         return c_require(rb_self, feature);
     };
     let answer = try_resolve(&bytes)?;
-    report_pending(ruby);
+    report_pending(ruby)?;
     match answer {
         Resolved::Path(p) => {
             let path = path_string(ruby, &p, feature);
@@ -83,7 +83,7 @@ pub fn require(ruby: &Ruby, rb_self: Value, feature: Value) -> Result<Value, Err
         Resolved::Loaded => Ok(ruby.qfalse().as_value()),
         Resolved::Missing => Err(load_error(ruby, feature)),
         Resolved::Defer(reason) => {
-            report_deferral(ruby, feature, reason);
+            report_deferral(ruby, feature, reason)?;
             let required = c_require(rb_self, feature);
             if let (Err(e), Some(s)) = (&required, RString::from_value(feature)) {
                 // No entry had it, nor Ruby's table of extensions without a file: a later miss
@@ -113,7 +113,7 @@ pub fn resolve_feature_path(ruby: &Ruby, rb_self: Value, feature: Value) -> Resu
     };
     if let Some(bytes) = feature_bytes(feature) {
         let found = try_synced(|s| s.find(&bytes, &NoGvl))?;
-        report_pending(ruby);
+        report_pending(ruby)?;
         if let Some(answer) = feature_path(ruby, found, feature) {
             return Ok(answer);
         }

@@ -18,7 +18,8 @@ mod nogvl;
 mod options;
 mod state;
 
-use magnus::{function, method, prelude::*, Error, Ruby};
+use loadscan_core::{ProblemKind, Validation};
+use magnus::{function, method, prelude::*, Error, RModule, Ruby, Value};
 
 #[magnus::init]
 fn init(ruby: &Ruby) -> Result<(), Error> {
@@ -28,6 +29,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("start", function!(native::start, 2))?;
     native.define_module_function("stop", function!(native::stop, 0))?;
     native.define_module_function("save", function!(native::save, 0))?;
+    native.define_module_function("relist_racy", function!(native::relist_racy, 0))?;
     native.define_module_function("record_last_boot", function!(native::record_last_boot, 1))?;
     native.define_module_function("clear_cache", function!(native::clear_cache, 2))?;
     native.define_module_function("lookup", function!(native::lookup, 1))?;
@@ -51,8 +53,19 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let probe = ruby.str_from_slice(loadscan_core::PROBE);
     probe.freeze();
     native.const_set("PROBE", probe)?;
-    let names = ruby.ary_from_iter(loadscan_core::CACHE_FILES.iter().map(|n| ruby.str_new(n)));
-    names.freeze();
-    native.const_set("CACHE_FILES", names)?;
-    Ok(())
+    let string = |s: &str| ruby.str_new(s).as_value();
+    let symbol = |s: &str| ruby.to_symbol(s).as_value();
+    frozen_list(ruby, native, "CACHE_FILES", loadscan_core::CACHE_FILES.iter().map(|n| string(n)))?;
+    frozen_list(ruby, native, "VALIDATIONS", Validation::ALL.iter().map(|v| string(v.name())))?;
+    frozen_list(ruby, native, "PROBLEM_KINDS", ProblemKind::ALL.iter().map(|k| symbol(k.name())))?;
+    let quiet = ProblemKind::ALL.into_iter().filter(|k| !k.warns());
+    frozen_list(ruby, native, "QUIET_PROBLEM_KINDS", quiet.map(|k| symbol(k.name())))
+}
+
+/// Sets `module::name` to a frozen Array of `values` (frozen Strings or Symbols): the core's
+/// names, which Ruby reads instead of spelling them again.
+fn frozen_list(ruby: &Ruby, module: RModule, name: &str, values: impl Iterator<Item = Value>) -> Result<(), Error> {
+    let list = ruby.ary_from_iter(values.inspect(|v| v.freeze()));
+    list.freeze();
+    module.const_set(name, list)
 }

@@ -1,33 +1,27 @@
-//! The `$LOAD_PATH` mirror: reads the Ruby array for the core's entry rules
-//! (`loadscan_core::ExpandedLoadPath`, which decides what each entry expands to and which ones
-//! are expanded again while `$LOAD_PATH` is unchanged), and notices every change before the
-//! next lookup.
+//! The `$LOAD_PATH` mirror: the Ruby array as the core's [`Entries`] source, read by the
+//! session's `sync` (the core's `ExpandedLoadPath` decides what each entry expands to and which
+//! ones are expanded again while `$LOAD_PATH` is unchanged), which notices every change before
+//! the next lookup.
 //!
 //! Change detection copies Ruby's own trick for its expanded-load-path cache: a hidden snapshot
 //! array shares `$LOAD_PATH`'s buffer, and any mutation (`push`, `insert`, `[]=`, `replace`,
 //! `shift`…) un-shares it, so an unchanged load path costs one pointer comparison. When they do
 //! not share (small arrays are embedded), the elements are compared by identity.
 
-use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-use loadscan_core::{Entries, Entry, ExpandedLoadPath};
+use loadscan_core::{Entries, Entry};
 
 use magnus::Error;
 use rb_sys::{ruby_value_type, VALUE};
 
-/// Why [`LoadPath::poll`] gave no entries: `Opaque` (Ruby answers), or `Raised` with what an
-/// entry's `to_path` raised (or threw), to be raised once nothing of loadscan's is held.
+/// Why the session's `sync` could not follow `$LOAD_PATH`: `Opaque` (Ruby answers), or
+/// `Raised` with what an entry's `to_path` raised (or threw), to be raised once nothing of
+/// loadscan's is held.
 pub type Polled = loadscan_core::Polled<Error>;
 
-/// The state of `$LOAD_PATH` as last seen.
-pub struct LoadPath {
-    mirror: Mirror,
-    expanded: ExpandedLoadPath,
-}
-
 /// `$LOAD_PATH` and the snapshot of it taken when every entry was last expanded.
-struct Mirror {
+pub struct LoadPath {
     array: VALUE,
     snapshot: VALUE,
 }
@@ -54,29 +48,11 @@ impl LoadPath {
             rb_sys::rb_gc_register_mark_object(snapshot);
             snapshot as usize
         }) as VALUE;
-        LoadPath { mirror: Mirror { array, snapshot }, expanded: ExpandedLoadPath::default() }
-    }
-
-    /// Whether `$LOAD_PATH` is as last polled, mirrorable, and has no entry Ruby would expand
-    /// again (then `poll` has nothing to do).
-    pub fn is_unchanged(&self) -> bool {
-        self.expanded.is_settled() && self.mirror.is_unchanged()
-    }
-
-    /// Brings the expanded entries up to date (`ExpandedLoadPath::poll`). Returns
-    /// `Some(entries)` when they changed, and `Err` when the load path cannot be mirrored, or an
-    /// entry's `to_path` raised (or threw, or was interrupted).
-    pub fn poll(&mut self) -> Result<Option<&[PathBuf]>, Polled> {
-        self.expanded.poll(&mut self.mirror)
-    }
-
-    /// The expanded entries as last polled.
-    pub fn entries(&self) -> &[PathBuf] {
-        self.expanded.entries()
+        LoadPath { array, snapshot }
     }
 }
 
-impl Entries for Mirror {
+impl Entries for LoadPath {
     type Error = Error;
 
     fn len(&self) -> usize {

@@ -39,20 +39,26 @@ pub fn stop() -> Result<(), Error> {
 /// `save`: `:written`, `:clean` (nothing changed), `:skipped` (no cache, or busy), or the
 /// reason the write failed (a String).
 pub fn save(ruby: &Ruby) -> Value {
-    let saved = try_state(|f| f.session.save(f.load_path.entries(), &NoGvl)).unwrap_or(Saved::Skipped);
+    let saved = try_state(|f| f.session.save(&NoGvl)).unwrap_or(Saved::Skipped);
     convert::saved(ruby, saved)
+}
+
+/// `relist_racy`: lists the racy directories of what this process listed again, once their
+/// window has passed (`loadscan build`, before it saves): nil when done (or nothing was racy, or
+/// busy), else the seconds to wait first (a Float).
+pub fn relist_racy() -> Result<Option<f64>, Error> {
+    let wait = try_state(|f| f.session.relist_racy(&NoGvl)).flatten();
+    raise_pending()?;
+    Ok(wait.map(|w| w.as_secs_f64()))
 }
 
 /// `record_last_boot(fields)`: writes this boot's figures, with `fields` (a Hash of Strings,
 /// Integers and booleans) first, beside the cache. nil, or why it could not (a String).
 pub fn record_last_boot(ruby: &Ruby, fields: RHash) -> Result<Option<String>, Error> {
     let extra = convert::json_fields(ruby, fields)?;
-    let written = try_state(|f| {
-        let json = f.session.stats(&COUNTERS).last_boot_json(&extra);
-        f.session.cache().map(|cache| loadscan_core::Blocking::run(&NoGvl, || cache.record_last_boot(&json)))
-    });
+    let written = try_state(|f| f.session.record_last_boot(&COUNTERS, &extra, &NoGvl));
     raise_pending()?;
-    Ok(written.flatten().and_then(Result::err))
+    Ok(written.and_then(Result::err))
 }
 
 /// `clear_cache(dir, uid)`: deletes the cache and the last boot's figures in `dir` (which must
@@ -74,19 +80,19 @@ pub fn lookup(ruby: &Ruby, feature: Value) -> Result<Value, Error> {
         Some(bytes) => try_synced(|s| s.find(&bytes, &NoGvl))?,
         None => None,
     };
-    report_pending(ruby);
+    report_pending(ruby)?;
     Ok(convert::lookup_answer(ruby, found, feature))
 }
 
 /// `sync`: syncs now (scanning new entries); how many roots are known. What it scanned is the
 /// caller's to report (setup reports it as `:cache_load`), not a rescan.
-pub fn sync(ruby: &Ruby) -> Option<usize> {
+pub fn sync(ruby: &Ruby) -> Result<Option<usize>, Error> {
     let roots = with_synced(|s| {
         s.forget_rescan();
         s.root_count()
     });
-    report_pending(ruby);
-    roots
+    report_pending(ruby)?;
+    Ok(roots)
 }
 
 /// `problems`: everything scans worked around so far, `[[kind, message], …]`.

@@ -61,17 +61,18 @@ pub struct Start {
 /// - `cache_dir` (String or nil): where the cache lives, nil or absent for no cache;
 /// - `env_key` (String): what a cache must have been written for (see `CacheFile::env`);
 /// - `uid` (Integer): the uid that must own the cache;
-/// - `validate` (`"mtime"` or `"listing"`): how cached roots are checked (LOADSCAN_VALIDATE);
+/// - `validate` (a [`Validation::name`]: `"mtime"`, the default, or `"listing"`): how cached
+///   roots are checked (LOADSCAN_VALIDATE);
 /// - `stable_dirs` (Array of String): directories checked with one `stat`;
-/// - `lazy` (true/false, default true): false lists every directory up front (LOADSCAN_LAZY=0);
+/// - `lazy` (true/false, absent for the core's default, lazy): false lists every directory up
+///   front (LOADSCAN_LAZY=0);
 /// - `on_problems`, `on_defer`, `on_rescan` (callable or nil): see [`Hooks`];
 /// - `ignore_names` (Array of String): directory names never listed (default `node_modules`);
 /// - `ignore_paths` (Array of String): absolute directories never listed;
 pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
     let mut scan = ScanOptions::default();
-    let mut validation = Validation::Mtime;
+    let mut validation = Validation::default();
     let mut stable = Vec::new();
-    let mut lazy = true;
     let (mut dir, mut env, mut uid): (Option<PathBuf>, Vec<u8>, Option<u32>) = (None, Vec::new(), None);
     let mut on_problems = ruby.qnil().as_value();
     let mut on_defer = ruby.qnil().as_value();
@@ -99,18 +100,16 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
         } else if k == UID {
             uid = Some(u32::try_convert(value)?);
         } else if k == VALIDATE {
-            validation = match String::try_convert(value)?.as_str() {
-                "mtime" => Validation::Mtime,
-                "listing" => Validation::Listing,
-                other => {
-                    let message = format!("validate: must be \"mtime\" or \"listing\", not {other:?}");
-                    return Err(Error::new(ruby.exception_arg_error(), message));
-                }
-            };
+            let name = String::try_convert(value)?;
+            validation = Validation::named(&name).ok_or_else(|| {
+                let names: Vec<String> = Validation::ALL.iter().map(|v| format!("{:?}", v.name())).collect();
+                let message = format!("validate: must be {}, not {name:?}", names.join(" or "));
+                Error::new(ruby.exception_arg_error(), message)
+            })?;
         } else if k == STABLE_DIRS {
             stable = Vec::<String>::try_convert(value)?.into_iter().map(PathBuf::from).collect();
         } else if k == LAZY {
-            lazy = value.to_bool();
+            scan.set_lazy(value.to_bool());
         } else if k == IGNORE_NAMES {
             scan.skip_dirs = byte_strings(value)?;
         } else if k == IGNORE_PATHS {
@@ -130,7 +129,6 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
         let s = if unknown.len() > 1 { "s" } else { "" };
         return Err(Error::new(ruby.exception_arg_error(), format!("unknown keyword{s}: {}", unknown.join(", "))));
     }
-    scan.eager_depth = if lazy { 0 } else { ScanOptions::EAGER };
     let cache = match (dir, uid) {
         (None, _) => None,
         (Some(dir), Some(uid)) => Some(CacheFile { dir, env, uid }),
@@ -138,9 +136,8 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
             return Err(Error::new(ruby.exception_arg_error(), "missing keyword: :uid (with :cache_dir)"))
         }
     };
-    let dlext = scan.dlext.clone();
     let policy = SyncPolicy { scan, validation, stable };
-    let settings = Settings { dlext, policy, cache };
+    let settings = Settings { policy, cache };
     Ok(Start { settings, hooks: Hooks { on_problems, on_defer, on_rescan } })
 }
 

@@ -1,6 +1,6 @@
 //! Every piece of process-wide state of the binding, and the one lock policy.
 //!
-//! The [`Session`] (with the `$LOAD_PATH` mirror it follows) sits in a `Mutex`; the require
+//! The [`Session`] (with the `$LOAD_PATH` array it follows) sits in a `Mutex`; the require
 //! counters, the recently answered paths and the "something to report" flags are atomics
 //! beside it, read on every `require` without the lock; the callables given to `start` are a
 //! GC-marked array. (Interned symbols live where they are used; `nogvl.rs` keeps its per-thread
@@ -28,7 +28,7 @@
 
 use std::cell::RefCell;
 use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use loadscan_core::{Counters, Pending, RecentPaths, Session};
 use magnus::value::Lazy;
@@ -38,7 +38,7 @@ use rb_sys::VALUE;
 use crate::load_path::{LoadPath, Polled};
 use crate::nogvl::{raise_pending, without_gvl, NoGvl};
 
-/// A session and the `$LOAD_PATH` it follows.
+/// A session and the `$LOAD_PATH` it follows (read by [`Session::sync`]).
 pub struct Followed {
     pub session: Session,
     pub load_path: LoadPath,
@@ -135,7 +135,11 @@ pub fn try_synced<T>(f: impl FnOnce(&mut Session) -> T) -> Result<Option<T>, Err
     if !in_main_ractor() {
         return Ok(None);
     }
-    let result = try_state(|followed| sync(followed).map(|mirrored| mirrored.then(|| f(&mut followed.session))));
+    let result = try_state(|Followed { session, load_path }| match session.sync(load_path, &NoGvl) {
+        Ok(()) => Ok(Some(f(session))),
+        Err(Polled::Opaque) => Ok(None),
+        Err(Polled::Raised(e)) => Err(e),
+    });
     raise_pending()?;
     result.unwrap_or(Ok(None))
 }
@@ -145,23 +149,6 @@ pub fn try_synced<T>(f: impl FnOnce(&mut Session) -> T) -> Result<Option<T>, Err
 /// frames, which hold none of loadscan's state.
 pub fn with_synced<T>(f: impl FnOnce(&mut Session) -> T) -> Option<T> {
     try_synced(f).unwrap_or_else(|e| unsafe { magnus::rb_sys::resume_error(e) })
-}
-
-/// Brings the session in line with `$LOAD_PATH`: `Ok(false)` when it cannot be mirrored now,
-/// `Err` when an entry's `to_path` raised (to be raised once the lock is released).
-fn sync(followed: &mut Followed) -> Result<bool, Error> {
-    if followed.load_path.is_unchanged() {
-        return Ok(true);
-    }
-    let started = Instant::now();
-    let order = match followed.load_path.poll() {
-        Ok(None) => return Ok(true),
-        Ok(Some(entries)) => entries,
-        Err(Polled::Opaque) => return Ok(false),
-        Err(Polled::Raised(e)) => return Err(e),
-    };
-    followed.session.sync(order, started.elapsed(), &NoGvl);
-    Ok(true)
 }
 
 /// What `take` takes from the session when `flag` says there is something (a problem to warn

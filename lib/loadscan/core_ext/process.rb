@@ -5,9 +5,10 @@ module Loadscan
     # `fork` while another thread holds loadscan's state (a scan or a listing, GVL released)
     # would leave the child a lock held by a thread it does not have: the child would leave
     # every `require` to Ruby for its whole life. Every fork goes through `Process._fork` (Ruby
-    # 3.1+: `Kernel#fork`, `Process.fork`, `IO.popen("-")`), so loadscan takes the lock there
-    # first, waiting for the other thread with `sleep` (the GVL released, interrupts served),
-    # and lets it go after, in the parent and in the child.
+    # 3.1+: `Kernel#fork`, `Process.fork`, `IO.popen("-")`) but `Process.daemon` (libc's
+    # daemon(3), called directly), so loadscan takes the lock in both first, waiting for the
+    # other thread with `sleep` (the GVL released, interrupts served), and lets it go after, in
+    # the parent and in the child (the daemon, where this thread goes on alone).
     module Fork
       # How long a fork waits for the lock before forking without it (the child then leaves
       # every `require` to Ruby): scans end on their own; this bounds the pathological case of
@@ -16,6 +17,13 @@ module Loadscan
       PAUSE = 0.001
 
       def _fork
+        held = Fork.hold
+        super
+      ensure
+        Native.release_after_fork if held
+      end
+
+      def daemon(...)
         held = Fork.hold
         super
       ensure

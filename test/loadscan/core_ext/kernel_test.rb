@@ -271,7 +271,14 @@ class KernelRequireTest < Minitest::Test
   end
 
   def test_features_ruby_provides_itself
-    assert_same_as_stock(script([], %w[enumerator thread rational.so complex fiber.so ruby2_keywords enumerator.so thread.rb].map { |f| "try(#{f.inspect})" }.join("\n")))
+    features = %w[enumerator thread rational.so complex fiber.so ruby2_keywords enumerator.so thread.rb]
+    _, fast = assert_same_as_stock(script([], features.map { |f| "try(#{f.inspect})" }.join("\n"), stats: true))
+    # Provided when Ruby starts: never left to Ruby's search as a miss its table of extensions
+    # without a file might answer (one a file on the load path shares a name with is Ruby's to
+    # decide: `loaded`).
+    stats = fast.report["stats"]
+    assert_equal 0, stats[:left_to_ruby][:missing], stats.inspect
+    assert_equal features.size, stats[:hits] + stats[:left_to_ruby][:loaded], stats.inspect
   end
 
   def test_feature_objects_are_converted_like_ruby_does

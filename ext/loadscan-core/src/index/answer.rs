@@ -3,7 +3,7 @@
 //! `require` for a [`Reason`]. Pure logic: what Ruby knows (`rb_feature_provided`) and what the
 //! index found come in as arguments, so the tables below test every case without Ruby.
 
-use super::{Lookup, Want};
+use super::{Answer, FoundFile, Want};
 
 /// The feature `Loadscan::CoreExt` requires to find out whether a plain `require` still reaches
 /// loadscan: a bare feature, so that it takes the way of every searching require (a layer in
@@ -106,17 +106,18 @@ pub trait Hint {
 /// with an extension, Ruby takes the loading path itself (no search), so it goes to Ruby.
 pub fn resolve<E>(
     feature: &[u8],
-    find: impl FnOnce() -> Result<Result<Lookup, Reason>, E>,
+    find: impl FnOnce() -> Result<Result<Answer, Reason>, E>,
     mut provided: impl FnMut(&[u8]) -> Result<Option<bool>, E>,
     hint: &impl Hint,
 ) -> Result<Resolved, E> {
     if feature == PROBE {
         return Ok(Resolved::Probe);
     }
-    let (want, file) = match find()? {
-        Ok(lookup) => lookup,
+    let Answer { want, file, maybe_linked_in } = match find()? {
+        Ok(answer) => answer,
         Err(reason) => return Ok(Resolved::Defer(reason)),
     };
+    let file = file.map(|f: FoundFile| f.path);
     // The file found, loaded (and not being loaded): stock returns `false` for every spelling.
     // Stock `search_required` returns `false` when the feature is provided under the spelling
     // written (`rb_feature_p` through the expanded load path) and not being loaded, or else when
@@ -127,25 +128,28 @@ pub fn resolve<E>(
     // loading table. Ruby rebuilds that index when `$LOADED_FEATURES` was edited, replaced or
     // cleared (its snapshot no longer matches), so this is never stale.
     let mut file_loaded = None;
-    if let Some((p, _)) = file.as_ref().filter(|(p, _)| hint.likely_loaded(p)) {
+    if let Some(p) = file.as_ref().filter(|p| hint.likely_loaded(p)) {
         match provided(p)? {
             Some(true) => return Ok(Resolved::Loaded),
             other => file_loaded = Some(other),
         }
     }
     let answer = match (provided(feature)?, want, file) {
-        (Some(false), _, Some((p, _))) => Resolved::Path(p),
+        (Some(false), _, Some(p)) => Resolved::Path(p),
+        // No entry has it: Ruby's `LoadError`, unless its table of extensions without a file
+        // may still provide it (then only Ruby's search can tell).
+        (Some(false), _, None) if maybe_linked_in => Resolved::Defer(Reason::Missing),
         (Some(false), _, None) => Resolved::Missing,
         // Being loaded (by this thread: a circular require; or by another). For a bare feature
         // Ruby's own `require` then searches anyway (`rb_feature_p` gives no type for it) and
         // takes the load lock of the file its search finds: the same file the index found, so
         // requiring that path gives the same wait, circular-require warning or load.
-        (None, Want::Bare, Some((p, _))) => Resolved::Path(p),
+        (None, Want::Bare, Some(p)) => Resolved::Path(p),
         (Some(true), Want::Rb | Want::Ext, _) => Resolved::Loaded,
         (Some(true), Want::Bare, None) => Resolved::Loaded,
         // Provided under some spelling: `false` when the file the search reaches is loaded too;
         // otherwise Ruby decides.
-        (Some(true), Want::Bare, Some((p, _))) => match file_loaded.map_or_else(|| provided(&p), Ok)? {
+        (Some(true), Want::Bare, Some(p)) => match file_loaded.map_or_else(|| provided(&p), Ok)? {
             Some(true) => {
                 hint.answered(&p);
                 Resolved::Loaded
@@ -197,7 +201,7 @@ mod tests {
     /// The answer with the file asked for first. Asked the other way, it must be the same unless
     /// the file is loaded, where asking first answers `false` at once (see `resolve`: stock's
     /// answer; the other order hands Ruby the loaded path, or the name, and Ruby says `false`).
-    fn run(feature: &str, found: Result<Lookup, Reason>, ruby: Ruby) -> Resolved {
+    fn run(feature: &str, found: Result<Answer, Reason>, ruby: Ruby) -> Resolved {
         let provided = |f: &[u8]| -> Result<Option<bool>, ()> { Ok(if f == FILE { ruby.file } else { ruby.feature }) };
         let first = resolve(feature.as_bytes(), || Ok(found.clone()), provided, &hint(true)).unwrap();
         let second = resolve(feature.as_bytes(), || Ok(found), provided, &hint(false)).unwrap();
@@ -206,23 +210,35 @@ mod tests {
         first
     }
 
-    fn at(want: Want, kind: Kind) -> Result<Lookup, Reason> {
-        Ok((want, Some((FILE.to_vec(), kind))))
+    fn at(want: Want, kind: Kind) -> Result<Answer, Reason> {
+        Ok(Answer { want, file: Some(FoundFile { path: FILE.to_vec(), kind }), maybe_linked_in: false })
     }
 
-    fn sure_miss(want: Want) -> Result<Lookup, Reason> {
-        Ok((want, None))
+    fn sure_miss(want: Want) -> Result<Answer, Reason> {
+        Ok(Answer { want, file: None, maybe_linked_in: false })
+    }
+
+    /// No entry has it, and Ruby's table of extensions without a file may.
+    fn maybe_linked_in(want: Want) -> Result<Answer, Reason> {
+        Ok(Answer { want, file: None, maybe_linked_in: true })
     }
 
     #[test]
     fn answers_follow_search_required() {
         let path = || Resolved::Path(FILE.to_vec());
         #[rustfmt::skip]
-        let table: Vec<(&str, Result<Lookup, Reason>, Ruby, Resolved)> = vec![
+        let table: Vec<(&str, Result<Answer, Reason>, Ruby, Resolved)> = vec![
             // Not provided: the file, or Ruby's LoadError for a sure miss.
             ("foo", at(Want::Bare, Kind::Rb), Ruby { feature: NOT, file: NOT }, path()),
             ("foo.so", at(Want::Ext, Kind::Ext), Ruby { feature: NOT, file: NOT }, path()),
             ("foo", sure_miss(Want::Bare), Ruby { feature: NOT, file: NOT }, Resolved::Missing),
+            // No entry has it and Ruby's table of extensions without a file may: Ruby searches,
+            // unless it is provided already (`thread`, `fiber.so`: false, as Ruby answers first).
+            ("foo", maybe_linked_in(Want::Bare), Ruby { feature: NOT, file: NOT }, Resolved::Defer(Reason::Missing)),
+            ("foo.so", maybe_linked_in(Want::Ext), Ruby { feature: NOT, file: NOT }, Resolved::Defer(Reason::Missing)),
+            ("thread", maybe_linked_in(Want::Bare), Ruby { feature: YES, file: NOT }, Resolved::Loaded),
+            ("fiber.so", maybe_linked_in(Want::Ext), Ruby { feature: YES, file: NOT }, Resolved::Loaded),
+            ("foo", maybe_linked_in(Want::Bare), Ruby { feature: LOADING, file: NOT }, Resolved::Defer(Reason::Loaded)),
             // Provided, spelled with its extension: false.
             ("foo.rb", at(Want::Rb, Kind::Rb), Ruby { feature: YES, file: NOT }, Resolved::Loaded),
             ("foo.so", sure_miss(Want::Ext), Ruby { feature: YES, file: NOT }, Resolved::Loaded),
@@ -283,7 +299,7 @@ mod tests {
     fn what_ruby_raises_comes_back() {
         let raised = resolve(b"foo", || Ok(at(Want::Bare, Kind::Rb)), |_| Err("interrupt"), &hint(true));
         assert_eq!(raised, Err("interrupt"));
-        let raised = resolve(b"foo", || Err::<Result<Lookup, Reason>, _>("to_path raised"), |_| Ok(NOT), &hint(true));
+        let raised = resolve(b"foo", || Err::<Result<Answer, Reason>, _>("to_path raised"), |_| Ok(NOT), &hint(true));
         assert_eq!(raised, Err("to_path raised"));
     }
 }

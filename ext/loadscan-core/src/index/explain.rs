@@ -30,7 +30,7 @@ impl Index {
             p.ext.iter().for_each(|id| add(Kind::Ext, id));
         }
         if let Some(s) = &self.snapshot {
-            if let Some((rb, ext)) = s.lookup(&q.stem) {
+            if let Some((rb, ext)) = s.postings(&q.stem) {
                 s.for_each_id(rb, |id| add(Kind::Rb, id));
                 s.for_each_id(ext, |id| add(Kind::Ext, id));
             }

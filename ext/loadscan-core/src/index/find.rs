@@ -1,7 +1,7 @@
-//! The one lookup behind `require`, `$LOAD_PATH.resolve_feature_path` and `Loadscan.lookup`:
-//! parse the feature, locate it (listing the deferred directories its answer depends on),
-//! settle a miss (is it sure? [`Index::confirm_missing`]), and give the file's path — or why
-//! Ruby's own search must answer.
+//! The *find*, the one lookup behind `require`, `$LOAD_PATH.resolve_feature_path` and
+//! `Loadscan.lookup`: parse the feature, locate it (listing the deferred directories its answer
+//! depends on), settle a miss (is it sure? [`Index::confirm_missing`]), and give the [`Answer`]
+//! — the file, or a sure miss — or why Ruby's own search must answer.
 
 use super::{path_of_bytes, Index, Located, Query, Reason, RootId, Want};
 use crate::blocking::Blocking;
@@ -9,9 +9,29 @@ use crate::relpath;
 use crate::scan::{list_deferred, DirRecord, Kind};
 use crate::store::stamp_differs;
 
-/// What a lookup found: how the feature was spelled, and its absolute path and kind, or `None`
-/// for a sure miss ([`settle`]).
-pub type Lookup = (Want, Option<(Vec<u8>, Kind)>);
+/// What [`Index::find`] answers when the index is sure of every entry: how the feature was
+/// spelled, and the file Ruby's search would load, or `None` when no entry has it — a *sure
+/// miss* (Ruby's `LoadError`) unless `maybe_linked_in`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// The spelling: bare, `.rb` or the native extension.
+    pub want: Want,
+    /// The file, or `None` when no entry has it.
+    pub file: Option<FoundFile>,
+    /// No entry has it, and Ruby's table of extensions it provides without a file may (a
+    /// spelling Ruby has not said it lacks, `linked_in`): unless the feature is provided already,
+    /// only Ruby's search can tell.
+    pub maybe_linked_in: bool,
+}
+
+/// A file [`Index::find`] found: the live root joined with the query's canonical stem.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoundFile {
+    /// Its absolute path.
+    pub path: Vec<u8>,
+    /// `.rb` or a native extension.
+    pub kind: Kind,
+}
 
 impl Index {
     /// Where `feature` is, as Ruby's search would find it now: its file, `None` for a miss the
@@ -21,25 +41,23 @@ impl Index {
     /// of extensions without a file may hold is sure until Ruby said it does not (`linked_in`).
     /// Listings and `stat`s run through `blocking`; what listings worked around is kept for
     /// [`Index::take_problems`].
-    pub fn find(&mut self, feature: &[u8], blocking: &impl Blocking) -> Result<Lookup, Reason> {
+    pub fn find(&mut self, feature: &[u8], blocking: &impl Blocking) -> Result<Answer, Reason> {
         let q = self.parse(feature).ok_or(Reason::NotFeature)?;
         let bare = q.fallback(feature);
         let searches = [Some(&q), bare.as_ref()].into_iter().flatten();
         let found = settle_in_turn(searches, |s| self.find_one(s, blocking))?;
         // Ruby asks its table only once every search missed every entry.
-        if found.is_none() && self.not_linked_in.may_hold(feature, q.want) {
-            return Err(Reason::Missing);
-        }
-        Ok((q.want, found))
+        let maybe_linked_in = found.is_none() && self.not_linked_in.may_hold(feature, q.want);
+        Ok(Answer { want: q.want, file: found, maybe_linked_in })
     }
 
     /// One search of [`Index::find`]: the file, `None` for a miss every entry is sure of, or why
     /// Ruby must search.
-    fn find_one(&mut self, q: &Query, blocking: &impl Blocking) -> Result<Option<(Vec<u8>, Kind)>, Reason> {
+    fn find_one(&mut self, q: &Query, blocking: &impl Blocking) -> Result<Option<FoundFile>, Reason> {
         let located =
             self.locate_with(q, &mut |root, rel, dev, opts| blocking.run(|| list_deferred(root, rel, dev, opts)));
         let found = settle(located, || blocking.run(|| self.confirm_missing(&q.stem)))?;
-        Ok(found.map(|(root, kind)| (self.path_of(root, &q.stem, kind), kind)))
+        Ok(found.map(|(root, kind)| FoundFile { path: self.path_of(root, &q.stem, kind), kind }))
     }
 
     /// Whether a miss that [`Index::locate`] found still holds on disk. Every root on the load

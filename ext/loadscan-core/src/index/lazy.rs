@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::lookup::Step;
+use super::locate::Step;
 use super::{path_of_bytes, Gaps, IdList, Index, Life, Located, Query, RootId};
 use crate::scan::{list_deferred, Listing, RootState, ScanOptions, ScanProblem};
 
@@ -23,7 +23,7 @@ pub struct LazyStats {
 impl Index {
     /// Where `feature` is, ignoring what is already loaded (deferred directories it depends on
     /// are listed first); [`Located::Unknown`] for what the index never answers.
-    pub fn lookup(&mut self, feature: &[u8]) -> Located {
+    pub fn locate_feature(&mut self, feature: &[u8]) -> Located {
         match self.parse(feature) {
             Some(q) => self.locate(&q),
             None => Located::Unknown,
@@ -58,7 +58,8 @@ impl Index {
     fn list_now(&mut self, id: RootId, rel: &[u8], lister: &mut Lister) {
         let started = std::time::Instant::now();
         let root_dev = self.root_dev(id);
-        let (mut part, mut problems) = lister(path_of_bytes(&self.roots[id as usize].path), rel, root_dev, &self.scan);
+        let (mut part, mut problems) =
+            lister(path_of_bytes(&self.roots[id as usize].path), rel, root_dev, &self.policy.scan);
         self.problems.append(&mut problems);
         self.dirty = true;
         self.add_to_tables(id, &part);

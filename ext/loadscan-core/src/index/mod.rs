@@ -13,16 +13,18 @@
 //!                          prefixes whose contents some roots do not list (yet)
 //! ```
 //!
-//! One job per file: `roots` (the registry of roots and their ranks), `lookup` (precedence:
+//! One job per file: `roots` (the registry of roots and their ranks), `locate` (precedence:
 //! pure logic over what is listed, no I/O), `lazy` (listing deferred directories a lookup
-//! needs), `find` (the whole lookup: parse, locate, settle a miss with one `stat` per root),
+//! needs), `find` (the whole lookup, the *find*: parse, locate, settle a miss with one `stat`
+//! per root, giving an [`Answer`]),
 //! `linked_in` (which misses Ruby's table of extensions without a file may still answer),
-//! `sync` (revalidation and scans, the only user of `store::check_root`), `records` (what the
-//! cache is written from), `answer` (what `require` does with a lookup's result), `recent`
+//! `sync` (revalidation and scans, the only user of `store::check_root`), `racy` (listing racy
+//! directories again once their window has passed), `records` (what the cache is written
+//! from), `answer` (what `require` does with a find's [`Answer`]), `recent`
 //! (which question `answer` asks Ruby first), `explain` (introspection).
 //!
 //! # Lazy listing
-//! With [`ScanOptions::eager_depth`] `0` a sync lists only each root's own entries; every
+//! With [`crate::ScanOptions::eager_depth`] `0` a sync lists only each root's own entries; every
 //! subdirectory is *deferred*. A lookup of `a/b/c` is answered only once no deferred `a` or
 //! `a/b` remains in a root that could change the answer (one ranked before the winner, or any
 //! ranked root when the answer is "missing" or a native extension that a `.rb` would beat);
@@ -38,7 +40,8 @@ mod find;
 mod ids;
 mod lazy;
 mod linked_in;
-mod lookup;
+mod locate;
+mod racy;
 mod recent;
 mod records;
 mod roots;
@@ -51,15 +54,15 @@ use rustc_hash::FxHashMap;
 pub use answer::{resolve, Hint, Reason, Resolved, PROBE};
 pub use explain::Explanation;
 pub use feature::{Query, Want};
-pub use find::{settle, settle_in_turn, Lookup};
+pub use find::{settle, settle_in_turn, Answer, FoundFile};
 use ids::IdList;
 pub use lazy::{LazyStats, Lister};
 use linked_in::NotLinkedIn;
-pub use lookup::Located;
+pub use locate::Located;
 pub use recent::RecentPaths;
 pub use sync::{SyncPolicy, SyncReport};
 
-use crate::scan::{Listing, ScanOptions, ScanProblem};
+use crate::scan::{Listing, ScanProblem};
 use crate::store::Snapshot;
 
 const NOT_ON_PATH: u32 = u32::MAX;
@@ -144,8 +147,8 @@ pub struct Index {
     features: FxHashMap<Box<[u8]>, Postings>,
     gaps: FxHashMap<Box<[u8]>, Gaps>,
     dirty: bool,
-    /// How to scan and list (the DLEXT given to [`Index::new`], the rest from the last sync).
-    scan: ScanOptions,
+    /// How to scan, list and revalidate, DLEXT included (given to [`Index::new`]).
+    policy: SyncPolicy,
     /// What lazy listings worked around, not yet taken by [`Index::take_problems`].
     problems: Vec<ScanProblem>,
     lazy: LazyStats,

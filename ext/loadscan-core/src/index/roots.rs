@@ -3,13 +3,14 @@
 
 use std::path::PathBuf;
 
-use super::{bytes, now_ns, Index, Life, Root, RootId, NOT_ON_PATH};
-use crate::scan::{Kind, Listing, ScanOptions};
+use super::{bytes, now_ns, Index, Life, Root, RootId, SyncPolicy, NOT_ON_PATH};
+use crate::scan::{Kind, Listing};
 use crate::store::Snapshot;
 
 impl Index {
-    /// An empty index for native extensions named `*.<dlext>`.
-    pub fn new(dlext: &[u8]) -> Self {
+    /// An empty index, synced and listed under `policy` (native extensions are named
+    /// `*.<policy.scan.dlext>`).
+    pub fn new(policy: SyncPolicy) -> Self {
         Index {
             roots: Vec::new(),
             ids: Default::default(),
@@ -18,7 +19,7 @@ impl Index {
             features: Default::default(),
             gaps: Default::default(),
             dirty: false,
-            scan: ScanOptions { dlext: dlext.to_vec(), ..ScanOptions::default() },
+            policy,
             problems: Vec::new(),
             lazy: Default::default(),
             not_linked_in: Default::default(),
@@ -26,8 +27,8 @@ impl Index {
     }
 
     /// An index serving the roots of a cache snapshot (each revalidated on first use).
-    pub fn from_snapshot(dlext: &[u8], snapshot: Snapshot) -> Self {
-        let mut index = Index::new(dlext);
+    pub fn from_snapshot(policy: SyncPolicy, snapshot: Snapshot) -> Self {
+        let mut index = Index::new(policy);
         for slot in 0..snapshot.root_count() {
             // Every slot gets a root, so a cached root's id is its slot (see `Life::Cached`).
             let Some(r) = snapshot.root(slot) else {
@@ -165,7 +166,7 @@ impl Index {
     /// The absolute path of a found file, as Ruby would spell it.
     pub fn path_of(&self, root: RootId, stem: &[u8], kind: Kind) -> Vec<u8> {
         let base = &self.roots[root as usize].path;
-        let mut out = Vec::with_capacity(base.len() + stem.len() + self.scan.dlext.len() + 2);
+        let mut out = Vec::with_capacity(base.len() + stem.len() + self.policy.scan.dlext.len() + 2);
         out.extend_from_slice(base);
         if !base.ends_with(b"/") {
             out.push(b'/');
@@ -175,7 +176,7 @@ impl Index {
             Kind::Rb => out.extend_from_slice(b".rb"),
             Kind::Ext => {
                 out.push(b'.');
-                out.extend_from_slice(&self.scan.dlext);
+                out.extend_from_slice(&self.policy.scan.dlext);
             }
         }
         out

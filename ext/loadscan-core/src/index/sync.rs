@@ -14,10 +14,11 @@ use crate::store::{check_root, Freshness, RootView, Validation};
 /// Fewer checks than this per thread are not worth starting a thread for (see `check_roots`).
 const STATS_PER_THREAD: usize = 1024;
 
-/// How [`Index::sync`] scans and revalidates.
-#[derive(Clone, Debug)]
+/// How an [`Index`] scans, lists and revalidates (given to [`Index::new`]). The default is
+/// what loadscan ships: lazy listing, revalidation by mtime, no stable directories.
+#[derive(Clone, Debug, Default)]
 pub struct SyncPolicy {
-    /// Scanner options (the index's own DLEXT, given to [`Index::new`], wins over theirs).
+    /// Scanner options, the DLEXT of native extensions among them.
     pub scan: ScanOptions,
     /// What revalidation of cached roots compares.
     pub validation: Validation,
@@ -48,8 +49,7 @@ fn is_stable(path: &std::path::Path, policy: &SyncPolicy) -> bool {
 impl Index {
     /// Brings the index in line with `order`: revalidates cached roots on their first use,
     /// lists changed directories again, scans roots never seen, then ranks them.
-    pub fn sync(&mut self, order: &[PathBuf], policy: &SyncPolicy) -> SyncReport {
-        self.scan = ScanOptions { dlext: std::mem::take(&mut self.scan.dlext), ..policy.scan.clone() };
+    pub fn sync(&mut self, order: &[PathBuf]) -> SyncReport {
         let mut report = SyncReport::default();
         let mut to_scan: Vec<PathBuf> = Vec::new();
         let mut to_check: Vec<ToCheck> = Vec::new();
@@ -64,7 +64,7 @@ impl Index {
             };
             let root = &self.roots[id as usize];
             if let Life::Cached { revalidated: false, .. } = root.life {
-                let volatile = !is_stable(path, policy);
+                let volatile = !is_stable(path, &self.policy);
                 if volatile && !root.volatile {
                     // Cached as stable (checked at its top directory alone, so its deeper
                     // records may be stale): cannot be checked directory by directory.
@@ -74,7 +74,7 @@ impl Index {
                 }
             }
         }
-        let verdicts = self.check_roots(&to_check, policy.validation);
+        let verdicts = self.check_roots(&to_check, self.policy.validation);
         let snapshot = self.snapshot.take();
         for ((id, volatile, path), verdict) in to_check.into_iter().zip(verdicts) {
             match verdict {
@@ -90,7 +90,7 @@ impl Index {
                     match old {
                         Some(old) => {
                             let started = now_ns();
-                            let (listing, mut problems) = refresh(&old, &dirs, &self.scan);
+                            let (listing, mut problems) = refresh(&old, &dirs, &self.policy.scan);
                             report.problems.append(&mut problems);
                             report.refreshed += 1;
                             self.add_scanned(listing, volatile, started);
@@ -103,11 +103,11 @@ impl Index {
         self.snapshot = snapshot;
         if !to_scan.is_empty() {
             let started = now_ns();
-            let (listings, mut problems) = scan_roots(&to_scan, &self.scan);
+            let (listings, mut problems) = scan_roots(&to_scan, &self.policy.scan);
             report.problems.append(&mut problems);
             for listing in listings {
                 report.scanned += 1;
-                let volatile = !is_stable(&listing.root, policy);
+                let volatile = !is_stable(&listing.root, &self.policy);
                 self.add_scanned(listing, volatile, started);
             }
         }
@@ -128,7 +128,7 @@ impl Index {
         };
         let stats: usize =
             views.iter().map(|(view, volatile)| view.as_ref().filter(|_| *volatile).map_or(1, |v| v.dir_count())).sum();
-        let threads = self.scan.threads.clamp(1, 8).min(stats / STATS_PER_THREAD).max(1);
+        let threads = self.policy.scan.threads.clamp(1, 8).min(stats / STATS_PER_THREAD).max(1);
         if threads == 1 || views.len() < 2 {
             return views.iter().map(check).collect();
         }

@@ -132,6 +132,41 @@ pub enum ProblemKind {
     CaseFolding,
 }
 
+impl ProblemKind {
+    /// Every kind (`Loadscan::Native::PROBLEM_KINDS` names them).
+    pub const ALL: [ProblemKind; 7] = [
+        ProblemKind::Loop,
+        ProblemKind::Dangling,
+        ProblemKind::Unreadable,
+        ProblemKind::TooLarge,
+        ProblemKind::Vanished,
+        ProblemKind::Failed,
+        ProblemKind::CaseFolding,
+    ];
+
+    /// Its name in `Loadscan.problems` (a Symbol there).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProblemKind::Loop => "loop",
+            ProblemKind::Dangling => "dangling",
+            ProblemKind::Unreadable => "unreadable",
+            ProblemKind::TooLarge => "too_large",
+            ProblemKind::Vanished => "vanished",
+            ProblemKind::Failed => "failed",
+            ProblemKind::CaseFolding => "case_folding",
+        }
+    }
+
+    /// Whether it is worth a warning: a dangling symlink is harmless (Ruby cannot open it
+    /// either) and a directory whose names fold case is a setup, not a fault, so those stay
+    /// quiet (`loadscan problems` and `doctor` still list them); loops and unreadable,
+    /// vanished or oversized directories mean slower, Ruby-answered requires below them
+    /// (`Loadscan::Native::QUIET_PROBLEM_KINDS` names the quiet ones).
+    pub fn warns(self) -> bool {
+        !matches!(self, ProblemKind::Dangling | ProblemKind::CaseFolding)
+    }
+}
+
 /// Something the scanner noticed and worked around. Carries the path and the I/O error.
 #[derive(Debug)]
 pub struct ScanProblem {
@@ -203,5 +238,20 @@ impl Listing {
         self.blind.dedup();
         self.deferred.sort_unstable();
         self.deferred.dedup();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProblemKind;
+
+    #[test]
+    fn problem_kinds_have_distinct_names_and_only_harmless_ones_are_quiet() {
+        let mut names: Vec<_> = ProblemKind::ALL.iter().map(|k| k.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ProblemKind::ALL.len());
+        let quiet: Vec<_> = ProblemKind::ALL.into_iter().filter(|k| !k.warns()).map(|k| k.name()).collect();
+        assert_eq!(quiet, ["dangling", "case_folding"]);
     }
 }

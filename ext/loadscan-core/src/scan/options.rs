@@ -16,9 +16,9 @@ pub struct ScanOptions {
     /// Deepest directory level listed below a root.
     pub max_depth: usize,
     /// Deepest directory level listed up front; deeper directories are recorded as
-    /// [`super::Listing::deferred`] and listed when a lookup needs them. `0` (the default, as
-    /// loadscan ships: `LOADSCAN_LAZY=0` changes it) lists only each root's own entries;
-    /// [`ScanOptions::EAGER`] lists everything up front.
+    /// [`super::Listing::deferred`] and listed when a lookup needs them.
+    /// [`ScanOptions::LAZY`] (the default, as loadscan ships: `LOADSCAN_LAZY=0` changes it)
+    /// lists only each root's own entries; [`ScanOptions::EAGER`] lists everything up front.
     pub eager_depth: usize,
     /// Most directories listed under one root before the whole root is left to Ruby.
     pub max_dirs: usize,
@@ -46,8 +46,16 @@ impl std::fmt::Debug for ListHook {
 }
 
 impl ScanOptions {
+    /// The [`ScanOptions::eager_depth`] that lists only each root's own entries up front, the
+    /// rest as lookups need them: the default.
+    pub const LAZY: usize = 0;
     /// The [`ScanOptions::eager_depth`] that lists every directory up front.
     pub const EAGER: usize = usize::MAX;
+
+    /// Lists lazily ([`ScanOptions::LAZY`]) or every directory up front ([`ScanOptions::EAGER`]).
+    pub fn set_lazy(&mut self, lazy: bool) {
+        self.eager_depth = if lazy { Self::LAZY } else { Self::EAGER };
+    }
 }
 
 impl Default for ScanOptions {
@@ -58,7 +66,7 @@ impl Default for ScanOptions {
             skip_dirs: vec![b"node_modules".to_vec()],
             skip_paths: Vec::new(),
             max_depth: 48,
-            eager_depth: 0,
+            eager_depth: Self::LAZY,
             max_dirs: 100_000,
             max_files: 1_000_000,
             threads: cpu_count(),

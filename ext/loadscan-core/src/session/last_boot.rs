@@ -11,50 +11,69 @@ pub enum Json {
     Str(Vec<u8>),
     /// An integer.
     Int(i64),
+    /// A number that is not whole (`null` when it is not finite).
+    Float(f64),
     /// true or false.
     Bool(bool),
+    /// null.
+    Null,
+    /// A list.
+    Array(Vec<Json>),
+    /// An object, its fields in order.
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    /// Appends this value as JSON.
+    fn write(&self, out: &mut String) {
+        match self {
+            Json::Str(s) => string(out, s),
+            Json::Int(n) => out.push_str(&n.to_string()),
+            Json::Float(x) if x.is_finite() => out.push_str(&x.to_string()),
+            Json::Float(_) | Json::Null => out.push_str("null"),
+            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Json::Array(list) => {
+                out.push('[');
+                for (i, value) in list.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    value.write(out);
+                }
+                out.push(']');
+            }
+            Json::Object(fields) => {
+                out.push('{');
+                for (i, (name, value)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    string(out, name.as_bytes());
+                    out.push(':');
+                    value.write(out);
+                }
+                out.push('}');
+            }
+        }
+    }
 }
 
 impl Stats {
     /// The record: `extra`'s fields first, then every figure of [`Stats::fields`].
     pub fn last_boot_json(&self, extra: &[(String, Json)]) -> Vec<u8> {
-        let mut out = String::from("{");
-        let field = |out: &mut String, name: &str| {
-            if out.len() > 1 {
-                out.push(',');
-            }
-            string(out, name.as_bytes());
-            out.push(':');
-        };
-        for (name, value) in extra {
-            field(&mut out, name);
-            match value {
-                Json::Str(s) => string(&mut out, s),
-                Json::Int(n) => out.push_str(&n.to_string()),
-                Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            }
-        }
+        let mut fields = extra.to_vec();
         for (name, figure) in self.fields() {
-            field(&mut out, name);
-            match figure {
-                Figure::Count(n) => out.push_str(&n.to_string()),
-                Figure::Ms(ms) if ms.is_finite() => out.push_str(&ms.to_string()),
-                Figure::Ms(_) => out.push_str("null"),
+            let value = match figure {
+                Figure::Count(n) => Json::Int(n as i64),
+                Figure::Ms(ms) => Json::Float(ms),
                 Figure::Counts(list) => {
-                    out.push('{');
-                    for (i, (name, n)) in list.iter().enumerate() {
-                        if i > 0 {
-                            out.push(',');
-                        }
-                        string(&mut out, name.as_bytes());
-                        out.push(':');
-                        out.push_str(&n.to_string());
-                    }
-                    out.push('}');
+                    Json::Object(list.into_iter().map(|(name, n)| (name.to_string(), Json::Int(n as i64))).collect())
                 }
-            }
+            };
+            fields.push((name.to_string(), value));
         }
-        out.push('}');
+        let mut out = String::new();
+        Json::Object(fields).write(&mut out);
         out.into_bytes()
     }
 }
@@ -94,13 +113,25 @@ mod tests {
             timings: Timings::default(),
             lazy: LazyStats::default(),
         };
+        let gc = Json::Object(vec![
+            ("runs".into(), Json::Int(9)),
+            ("ended_by".into(), Json::Null),
+            ("heaps".into(), Json::Array(vec![Json::Object(vec![("live".into(), Json::Int(3))]), Json::Array(vec![])])),
+            ("ratio".into(), Json::Float(0.5)),
+            ("nan".into(), Json::Float(f64::NAN)),
+        ]);
         let json = stats.last_boot_json(&[
             ("program".into(), Json::Str(b"bin/\"x\"\n\xff".to_vec())),
             ("engaged".into(), Json::Bool(true)),
+            ("gc".into(), gc),
         ]);
         let json = String::from_utf8(json).unwrap();
         assert!(
-            json.starts_with("{\"program\":\"bin/\\\"x\\\"\\u000a\u{fffd}\",\"engaged\":true,\"roots_scanned\":3,"),
+            json.starts_with(concat!(
+                "{\"program\":\"bin/\\\"x\\\"\\u000a\u{fffd}\",\"engaged\":true,",
+                "\"gc\":{\"runs\":9,\"ended_by\":null,\"heaps\":[{\"live\":3},[]],\"ratio\":0.5,\"nan\":null},",
+                "\"roots_scanned\":3,"
+            )),
             "{json}"
         );
         assert!(json.contains("\"deferred\":3,\"left_to_ruby\":{\"not_string\":0,\"not_feature\":2,"), "{json}");

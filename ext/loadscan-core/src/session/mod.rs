@@ -1,14 +1,16 @@
-//! What a process follows: one [`Index`] kept in line with the load path under one
-//! [`SyncPolicy`], an optional [`CacheFile`] read at the start and written on `save`, the
-//! problems scans worked around (with how many were handed out for a warning), and the figures
-//! of `Loadscan.stats`. The binding holds one `Session` behind its lock and drives it exactly
-//! as the tests here do; blocking work runs through the [`Blocking`] it is given.
+//! What a process follows: `$LOAD_PATH` as Ruby expands it ([`ExpandedLoadPath`]), one
+//! [`Index`] kept in line with it under one [`SyncPolicy`], an optional [`CacheFile`] read at
+//! the start and written on `save` (and the last boot's record beside it), the problems scans
+//! worked around (with how many were handed out for a warning), and the figures of
+//! `Loadscan.stats`. The binding holds one `Session` behind its lock and drives it exactly as
+//! the tests (`tests/session.rs`) do: `sync` with the Ruby array as the [`Entries`] source
+//! before each question, `find`, `save`, `record_last_boot`; blocking work runs through the
+//! [`Blocking`] it is given.
 
 mod figures;
 mod last_boot;
 mod pending;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use figures::{Counters, Figure, Requires, Stats, Timings};
@@ -16,7 +18,8 @@ pub use last_boot::Json;
 pub use pending::Pending;
 
 use crate::blocking::Blocking;
-use crate::index::{Explanation, Index, Lookup, Reason, SyncPolicy};
+use crate::index::{Answer, Explanation, Index, Reason, SyncPolicy};
+use crate::load_path::{Entries, ExpandedLoadPath, Polled};
 use crate::scan::{ProblemKind, ScanProblem};
 use crate::store::CacheFile;
 
@@ -27,9 +30,7 @@ const MAX_PROBLEMS: usize = 1000;
 /// What a session is started with.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// The extension of native extensions (`RbConfig::CONFIG["DLEXT"]`).
-    pub dlext: Vec<u8>,
-    /// How to scan and revalidate.
+    /// How to scan and revalidate (the DLEXT of native extensions in its scan options).
     pub policy: SyncPolicy,
     /// Where the cache lives, if anywhere.
     pub cache: Option<CacheFile>,
@@ -70,8 +71,8 @@ pub enum Saved {
 
 /// One process's index, cache and figures.
 pub struct Session {
+    load_path: ExpandedLoadPath,
     index: Index,
-    policy: SyncPolicy,
     cache: Option<CacheFile>,
     problems: Vec<Problem>,
     /// How many of `problems` were handed out for a warning already.
@@ -96,31 +97,50 @@ impl Session {
     /// directory was not used (then the cache is not written either).
     pub fn start(settings: Settings, blocking: &impl Blocking) -> (Session, Option<String>) {
         let started = Instant::now();
-        let Settings { dlext, policy, cache } = settings;
+        let Settings { policy, cache } = settings;
         let (index, warning, cache) = match cache {
-            None => (Index::new(&dlext), None, None),
+            None => (Index::new(policy), None, None),
             Some(cache) => {
                 let opened = blocking.run(|| cache.open());
                 let index = match opened.snapshot {
-                    Some(snapshot) => Index::from_snapshot(&dlext, snapshot),
-                    None => Index::new(&dlext),
+                    Some(snapshot) => Index::from_snapshot(policy, snapshot),
+                    None => Index::new(policy),
                 };
                 (index, opened.warning, opened.writable.then_some(cache))
             }
         };
         let figures =
             Figures { timings: Timings { load: started.elapsed(), ..Timings::default() }, ..Figures::default() };
-        let session = Session { index, policy, cache, problems: Vec::new(), reported: 0, rescan: None, figures };
+        let load_path = ExpandedLoadPath::default();
+        let session = Session { load_path, index, cache, problems: Vec::new(), reported: 0, rescan: None, figures };
         (session, warning)
     }
 
-    /// Brings the index in line with the expanded load path `order` (scanning what it has not
-    /// seen); `expanding` is the time the caller took to expand it. Whether anything was scanned
-    /// shows in [`Session::take_rescan`].
-    pub fn sync(&mut self, order: &[PathBuf], expanding: Duration, blocking: &impl Blocking) {
+    /// Brings the session in line with `$LOAD_PATH`, read from `source`: expands what Ruby
+    /// would expand again ([`ExpandedLoadPath::poll`]) and, when the expanded entries changed,
+    /// brings the index in line with them (scanning what it has not seen: see
+    /// [`Session::take_rescan`]). A few field reads and [`Entries::is_unchanged`] when nothing
+    /// changed, before every question. `Err`: the load path cannot be mirrored now
+    /// ([`Polled::Opaque`]: Ruby answers), or asking an element for its path failed
+    /// ([`Polled::Raised`]: for the caller to raise once it holds nothing of its own).
+    #[inline]
+    pub fn sync<S: Entries>(&mut self, source: &mut S, blocking: &impl Blocking) -> Result<(), Polled<S::Error>> {
+        if self.load_path.is_settled() && source.is_unchanged() {
+            return Ok(());
+        }
         let started = Instant::now();
-        let (index, policy) = (&mut self.index, &self.policy);
-        let report = blocking.run(|| index.sync(order, policy));
+        if self.load_path.poll(source)?.is_some() {
+            self.sync_index(started.elapsed(), blocking);
+        }
+        Ok(())
+    }
+
+    /// Brings the index in line with the entries as last expanded; `expanding` is the time
+    /// their expansion took.
+    fn sync_index(&mut self, expanding: Duration, blocking: &impl Blocking) {
+        let started = Instant::now();
+        let (index, order) = (&mut self.index, self.load_path.entries());
+        let report = blocking.run(|| index.sync(order));
         let took = started.elapsed();
         let f = &mut self.figures;
         f.timings.expand += expanding;
@@ -140,7 +160,7 @@ impl Session {
     }
 
     /// Where `feature` is, as Ruby's search would find it now ([`Index::find`]).
-    pub fn find(&mut self, feature: &[u8], blocking: &impl Blocking) -> Result<Lookup, Reason> {
+    pub fn find(&mut self, feature: &[u8], blocking: &impl Blocking) -> Result<Answer, Reason> {
         let found = self.index.find(feature, blocking);
         let problems = self.index.take_problems();
         self.absorb(problems);
@@ -153,13 +173,13 @@ impl Session {
         self.index.learn_not_linked_in(feature);
     }
 
-    /// Writes the cache if anything changed; `on_path` is the load path as last synced.
-    pub fn save(&mut self, on_path: &[PathBuf], blocking: &impl Blocking) -> Saved {
+    /// Writes the cache if anything changed (roots off the load path as last synced age out).
+    pub fn save(&mut self, blocking: &impl Blocking) -> Saved {
         let Some(cache) = &self.cache else { return Saved::Skipped };
         if !self.index.is_dirty() {
             return Saved::Clean;
         }
-        let index = &self.index;
+        let (index, on_path) = (&self.index, self.load_path.entries());
         let written = blocking.run(|| {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -176,9 +196,33 @@ impl Session {
         }
     }
 
-    /// The cache this session reads and writes (`None`: none, or refused at the start).
-    pub fn cache(&self) -> Option<&CacheFile> {
-        self.cache.as_ref()
+    /// Lists the racy directories of what this session listed again once their window has
+    /// passed (`Index::relist_racy`, ranked by the load path as last synced), so the cache
+    /// written next serves every boot that only reads it (`loadscan build`): `Some(wait)` while
+    /// a window is open.
+    pub fn relist_racy(&mut self, blocking: &impl Blocking) -> Option<Duration> {
+        let (index, order) = (&mut self.index, self.load_path.entries());
+        match blocking.run(|| index.relist_racy(order)) {
+            Ok(problems) => {
+                self.absorb(problems);
+                None
+            }
+            Err(wait) => Some(wait),
+        }
+    }
+
+    /// Writes the last boot's record beside the cache: `extra`'s fields, then the figures of
+    /// [`Session::stats`] ([`Stats::last_boot_json`]). Nothing to do without a cache (none
+    /// configured, or refused at the start); the error is one line for a warning.
+    pub fn record_last_boot(
+        &self,
+        counters: &Counters,
+        extra: &[(String, Json)],
+        blocking: &impl Blocking,
+    ) -> Result<(), String> {
+        let Some(cache) = &self.cache else { return Ok(()) };
+        let json = self.stats(counters).last_boot_json(extra);
+        blocking.run(|| cache.record_last_boot(&json))
     }
 
     /// Keeps problems for [`Session::problems`] and the next warning.

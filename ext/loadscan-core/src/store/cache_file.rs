@@ -31,7 +31,8 @@ pub struct Opened {
     /// Why an existing cache or the directory was not used (for one warning).
     pub warning: Option<String>,
     /// Whether to write the cache at exit: not when the directory is refused or unusable, nor
-    /// over a file that is not a loadscan cache (the warning given is the only one).
+    /// over a file that is not a loadscan cache (the warning given is the only one), nor over a
+    /// cache this user may read but not write (no warning: a read-only cache is one).
     pub writable: bool,
 }
 
@@ -48,7 +49,9 @@ impl CacheFile {
             Err(e) => return fresh(Some(self.not_using_dir(&e)), false),
         };
         match dir.load(CACHE_FILE, &self.env) {
-            Ok(snapshot) => Opened { snapshot: Some(snapshot), warning: None, writable: true },
+            // Read-only to this user (root's, for the app's user of a Docker image; a read-only
+            // mount): used as it is, quietly, never written (nor the last boot's figures).
+            Ok(snapshot) => Opened { snapshot: Some(snapshot), warning: None, writable: dir.may_write(CACHE_FILE) },
             Err(e) if matches!(e.kind(), LoadErrorKind::Missing | LoadErrorKind::Stale(_)) => fresh(None, true),
             Err(e) => match dir.replaceable(CACHE_FILE) {
                 Ok(true) => fresh(Some(format!("{e}; scanning instead")), true),

@@ -70,6 +70,14 @@ impl CacheDir {
         sys::replaceable(self, name)
     }
 
+    /// Whether this user may write the file `name` here: the directory lets it create and
+    /// rename files (asked with the effective ids; a read-only mount does not) and `name` is
+    /// absent or its own (`replaceable`). A cache root built for other users (a Docker image's)
+    /// is read-only to them.
+    pub fn may_write(&self, name: &str) -> bool {
+        sys::dir_writable(self) && self.replaceable(name).unwrap_or(false)
+    }
+
     /// Removes `name` when it is a regular file or a symlink (the link itself); whether it did.
     pub(crate) fn remove_file(&self, name: &str) -> io::Result<bool> {
         sys::remove_file(self, name)
@@ -137,7 +145,7 @@ const STALE_TEMP: Duration = Duration::from_secs(600);
 mod sys {
     //! Linux: everything relative to directory fds, flags and errnos from rustix.
     use super::*;
-    use rustix::fs::{openat, statat, AtFlags, FileType, OFlags};
+    use rustix::fs::{openat, statat, Access, AtFlags, FileType, OFlags};
     use rustix::io::Errno;
     use std::fs::File;
 
@@ -165,6 +173,10 @@ mod sys {
     pub(super) fn create_new(dir: &CacheDir, name: &str) -> io::Result<File> {
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         Ok(File::from(openat(&dir.fd, name, flags, CACHE_MODE)?))
+    }
+
+    pub(super) fn dir_writable(dir: &CacheDir) -> bool {
+        rustix::fs::accessat(&dir.fd, ".", Access::WRITE_OK | Access::EXEC_OK, AtFlags::EACCESS).is_ok()
     }
 
     /// Whether `name` may be replaced: absent, or a loadscan cache of this user.
@@ -267,6 +279,11 @@ mod portable {
     pub(super) fn create_new(dir: &CacheDir, name: &str) -> io::Result<File> {
         // O_CREAT | O_EXCL never follows a symlink.
         OpenOptions::new().write(true).create_new(true).mode(CACHE_MODE.bits().into()).open(dir.path.join(name))
+    }
+
+    pub(super) fn dir_writable(dir: &CacheDir) -> bool {
+        use rustix::fs::{Access, AtFlags, CWD};
+        rustix::fs::accessat(CWD, &dir.path, Access::WRITE_OK | Access::EXEC_OK, AtFlags::EACCESS).is_ok()
     }
 
     pub(super) fn replaceable(dir: &CacheDir, name: &str) -> io::Result<bool> {

@@ -276,7 +276,7 @@ impl Snapshot {
     }
 
     /// Posting values of a feature stem: (roots with `stem.rb`, roots with the extension).
-    pub fn lookup(&self, stem: &[u8]) -> Option<(u32, u32)> {
+    pub fn postings(&self, stem: &[u8]) -> Option<(u32, u32)> {
         self.postings_at(self.probe((self.feats, self.n_feats), (self.slots, self.n_slots), stem)?)
     }
 

@@ -22,13 +22,33 @@ use crate::scan::{dir_digest, DirRecord, DirStamp, RootState};
 /// How far an mtime must lie before the scan to be trusted (covers 1 s file systems).
 pub const RACY_NS: i64 = 1_100_000_000;
 
-/// What to compare.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What to compare (`LOADSCAN_VALIDATE`). The default, [`Validation::Mtime`], is the first of
+/// [`Validation::ALL`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Validation {
     /// `(dev, ino)`, mtime in ns and size of each directory.
+    #[default]
     Mtime,
     /// A digest of each directory's entry names and types.
     Listing,
+}
+
+impl Validation {
+    /// Every validation, the default first (`Loadscan::Native::VALIDATIONS` names them).
+    pub const ALL: [Validation; 2] = [Validation::Mtime, Validation::Listing];
+
+    /// Its name in `LOADSCAN_VALIDATE` and `Native.start`'s `validate:`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Validation::Mtime => "mtime",
+            Validation::Listing => "listing",
+        }
+    }
+
+    /// The validation of that name.
+    pub fn named(name: &str) -> Option<Validation> {
+        Validation::ALL.into_iter().find(|v| v.name() == name)
+    }
 }
 
 /// The verdict for one root.
@@ -103,5 +123,19 @@ pub fn check_root(snapshot: &Snapshot, root: &RootView<'_>, volatile: bool, mode
         Freshness::Fresh
     } else {
         Freshness::Refresh(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Validation;
+
+    #[test]
+    fn each_validation_is_found_by_its_name_and_mtime_is_the_default() {
+        for v in Validation::ALL {
+            assert_eq!(Validation::named(v.name()), Some(v));
+        }
+        assert_eq!(Validation::ALL[0], Validation::default());
+        assert_eq!(Validation::named("MTIME"), None, "Ruby downcases first");
     }
 }

@@ -2,9 +2,12 @@
 //! and warm boots through a cache, the trust of this test process, and answers as strings.
 #![allow(dead_code)]
 
+use loadscan_core::internals::Index;
+use loadscan_core::internals::{encode, CacheDir, LoadError, LoadErrorKind, RootRecord, Snapshot, SyncReport};
 use loadscan_core::ScanOptions;
-use loadscan_core::{encode, CacheDir, LoadError, LoadErrorKind, RootRecord, Snapshot, SyncReport, Validation};
-use loadscan_core::{InPlace, Index, Reason, SyncPolicy};
+use loadscan_core::Validation;
+use loadscan_core::{Answer, Entries, Entry, InPlace, Reason, SyncPolicy};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -147,6 +150,55 @@ pub fn rel(p: &Path, root: &Path) -> String {
     p.strip_prefix(root).unwrap().to_string_lossy().into_owned()
 }
 
+/// `$LOAD_PATH` of Strings as a `Session` follows it (the binding's source is the Ruby array):
+/// every change of the array bumps a version, as an unshared buffer tells the binding.
+#[derive(Default)]
+pub struct LoadPath {
+    entries: Vec<Vec<u8>>,
+    version: u64,
+    remembered: Option<u64>,
+}
+
+impl LoadPath {
+    pub fn new(paths: &[PathBuf]) -> Self {
+        let mut load_path = LoadPath::default();
+        load_path.replace(paths);
+        load_path
+    }
+
+    /// `$LOAD_PATH.replace(paths)`.
+    pub fn replace(&mut self, paths: &[PathBuf]) {
+        self.entries = paths.iter().map(|p| p.as_os_str().as_bytes().to_vec()).collect();
+        self.version += 1;
+    }
+
+    /// `$LOAD_PATH.unshift(entry)`, RubyGems' way.
+    pub fn unshift(&mut self, entry: &[u8]) {
+        self.entries.insert(0, entry.to_vec());
+        self.version += 1;
+    }
+}
+
+impl Entries for LoadPath {
+    type Error = std::convert::Infallible;
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn entry(&mut self, i: usize) -> Result<Entry<'_>, Self::Error> {
+        Ok(Entry::String(&self.entries[i]))
+    }
+
+    fn is_unchanged(&self) -> bool {
+        self.remembered == Some(self.version)
+    }
+
+    fn remember(&mut self) {
+        self.remembered = Some(self.version);
+    }
+}
+
 /// The environment key of the caches the tests write.
 pub const ENV: &[u8] = b"test-env";
 
@@ -154,7 +206,12 @@ pub const ENV: &[u8] = b"test-env";
 /// mtime, no stable directories. Vary it with `SyncPolicy { stable, ..policy() }`.
 pub fn policy() -> SyncPolicy {
     SyncPolicy {
-        scan: ScanOptions { threads: 2, eager_depth: ScanOptions::EAGER, ..ScanOptions::default() },
+        scan: ScanOptions {
+            dlext: b"so".to_vec(),
+            threads: 2,
+            eager_depth: ScanOptions::EAGER,
+            ..ScanOptions::default()
+        },
         validation: Validation::Mtime,
         stable: vec![],
     }
@@ -163,7 +220,7 @@ pub fn policy() -> SyncPolicy {
 /// [`policy`] listing only each root's own entries up front (`eager_depth` 0): lazily.
 pub fn lazy_policy() -> SyncPolicy {
     let mut p = policy();
-    p.scan.eager_depth = 0;
+    p.scan.set_lazy(true);
     p
 }
 
@@ -172,8 +229,8 @@ pub fn lazy_policy() -> SyncPolicy {
 /// sure or not, as `Loadscan.lookup` says) or `"unknown"` (Ruby's search must answer).
 pub fn answer(index: &mut Index, feature: &str) -> String {
     match index.find(feature.as_bytes(), &InPlace) {
-        Ok((_, Some((path, _)))) => String::from_utf8(path).unwrap(),
-        Ok((_, None)) | Err(Reason::Missing) => "missing".into(),
+        Ok(Answer { file: Some(file), .. }) => String::from_utf8(file.path).unwrap(),
+        Ok(Answer { file: None, .. }) | Err(Reason::Missing) => "missing".into(),
         Err(_) => "unknown".into(),
     }
 }
@@ -194,8 +251,8 @@ pub fn settled_cache(index: &Index) -> Vec<u8> {
 /// Cold boot: scan everything, encode (backdating scan times past the racy window unless
 /// `racy`), return the bytes.
 pub fn cold(order: &[PathBuf], p: &SyncPolicy, racy: bool) -> (Index, Vec<u8>) {
-    let mut index = Index::new(b"so");
-    index.sync(order, p);
+    let mut index = Index::new(p.clone());
+    index.sync(order);
     let bytes = if racy { encode(&index.records(1_000, 0), &[], ENV) } else { settled_cache(&index) };
     (index, bytes)
 }
@@ -203,8 +260,8 @@ pub fn cold(order: &[PathBuf], p: &SyncPolicy, racy: bool) -> (Index, Vec<u8>) {
 /// Warm boot: an index on the snapshot of `bytes`, synced to `order`, and its report.
 pub fn warm(bytes: &[u8], order: &[PathBuf], p: &SyncPolicy) -> (Index, SyncReport) {
     let snapshot = Snapshot::parse(bytes.to_vec(), ENV).expect("valid snapshot");
-    let mut index = Index::from_snapshot(b"so", snapshot);
-    let report = index.sync(order, p);
+    let mut index = Index::from_snapshot(p.clone(), snapshot);
+    let report = index.sync(order);
     (index, report)
 }
 

@@ -37,7 +37,7 @@ pub(super) enum Step {
 impl Index {
     /// Parses a feature with this index's DLEXT (`None`: the index never answers it).
     pub fn parse<'f>(&self, feature: &'f [u8]) -> Option<Query<'f>> {
-        Query::parse(feature, &self.scan.dlext)
+        Query::parse(feature, &self.policy.scan.dlext)
     }
 
     /// The best-ranked roots having `stem.rb` and `stem.<dlext>`.
@@ -53,7 +53,7 @@ impl Index {
             p.ext.iter().for_each(|id| consider(&mut ext, id));
         }
         if let Some(s) = &self.snapshot {
-            if let Some((prb, pext)) = s.lookup(stem) {
+            if let Some((prb, pext)) = s.postings(stem) {
                 s.for_each_id(prb, |id| consider(&mut rb, id));
                 s.for_each_id(pext, |id| consider(&mut ext, id));
             }

@@ -1,0 +1,257 @@
+# frozen_string_literal: true
+
+require_relative "../test_helper"
+require_relative "../support/bundler_app"
+require_relative "../../lib/loadscan"
+require "json"
+
+# GC deferred during the boot (Loadscan::BootGC), in a real Bundler app whose boot.rb does what
+# config/boot.rb does (`require "bundler/setup"`, then `require "loadscan/setup"`) and then runs
+# the test's BODY: the rest of the boot, `Loadscan.booted!` where a program says its boot is over,
+# and what runs after. Each body runs stock too, where the test compares: what the app sees of
+# GC (GC.disable's and GC.enable's answers, finalizers, WeakRefs, ObjectSpace) must be stock's.
+class BootGCTest < Minitest::Test
+  App = Loadscan::TestSupport::BundlerApp
+
+  BOOT = <<~RUBY
+    GC.disable if ENV["APP_GC_DISABLE_FIRST"]
+    require "bundler/setup"
+    require "loadscan/setup" unless ENV["LOADSCAN_TEST_STOCK"]
+    def report(value) = File.binwrite(ENV.fetch("LOADSCAN_TEST_REPORT"), Marshal.dump(value))
+    def booted! = defined?(Loadscan.booted!) && Loadscan.booted!
+    def gc_figures = defined?(Loadscan.stats) && Loadscan.stats ? Loadscan.stats[:gc] : nil
+    def heap_mb = File.read("/proc/self/status")[/VmHWM:\\s+(\\d+)/, 1].to_i / 1024
+    # GC runs while `n` short strings are made and dropped (enough for several runs in stock).
+    def runs_while_allocating(n = 300_000)
+      before = GC.count
+      n.times { "x" * 64 }
+      GC.count - before
+    end
+    load ENV.fetch("BOOT_BODY")
+  RUBY
+
+  # One app for the class (bundle lock once); each boot gets its own cache dir unless told.
+  def self.app
+    @app ||= begin
+      dir = File.realpath(Dir.mktmpdir("loadscan-boot-gc"))
+      Minitest.after_run { FileUtils.rm_rf(dir) }
+      app = File.join(dir, "app")
+      FileUtils.mkdir_p(app)
+      App.lock(app, %w[rack])
+      File.write(File.join(app, "boot.rb"), BOOT)
+      app
+    end
+  end
+
+  def boot(body, stock: false, env: {})
+    Dir.mktmpdir("loadscan-boot-body") do |tmp|
+      file = File.join(tmp, "body.rb")
+      File.write(file, body)
+      run = run_ruby(command: [App::RUBY, "boot.rb"], loadscan: stock ? false : nil, chdir: self.class.app, timeout: 120,
+                     env: App.env(self.class.app).merge("BOOT_BODY" => file).merge(env))
+      assert run.success?, "boot failed (#{run.status.inspect}):\n#{run.stderr}"
+      assert_empty run.stderr.lines.grep(/loadscan/), run.stderr
+      run.report
+    end
+  end
+
+  def test_no_gc_runs_during_the_boot_and_ruby_runs_it_after
+    body = <<~RUBY
+      during = runs_while_allocating
+      watched = Thread.list.map(&:name).include?("loadscan-gc")
+      ended = booted!
+      report("during" => during, "after" => runs_while_allocating, "enabled" => !GC.disable.tap { GC.enable },
+             "threads" => Thread.list.size, "watched" => watched, "ended" => ended, "gc" => gc_figures)
+    RUBY
+    stock = boot(body, stock: true)
+    assert_operator stock["during"], :>, 1, "the allocation makes stock run GC"
+    fast = boot(body)
+    assert_equal [0, true, true, 1, true], fast.values_at("during", "enabled", "watched", "threads", "ended"), fast.inspect
+    assert_operator fast["after"], :>=, 1
+    gc = fast["gc"]
+    assert_equal [true, "booted", 0], gc.values_at(:deferred, :ended_by, :budget_runs), gc.inspect
+    assert_equal gc[:runs_before_setup], gc[:runs], "no run between setup and booted!"
+    assert_operator gc[:allocated_objects], :>=, gc[:allocated_objects_before_setup] + 300_000
+
+    off = boot(body, env: { "LOADSCAN_GC" => "off" })
+    assert_operator off["during"], :>, 1, "LOADSCAN_GC=off: GC runs during the boot"
+    assert_equal [false, "booted", false], off["gc"].values_at(:deferred, :ended_by).push(off["watched"])
+    assert_operator off["gc"][:runs], :>, off["gc"][:runs_before_setup]
+  end
+
+  # The app's own GC.disable and GC.enable during the boot answer as in stock, and the GC is left
+  # as the app set it: disabled, it is never enabled again by loadscan.
+  def test_an_app_that_disables_gc_keeps_it_disabled
+    body = <<~RUBY
+      answers = [GC.disable, runs_while_allocating(50_000), GC.disable, GC.enable, GC.disable]
+      booted!
+      answers << runs_while_allocating << GC.stat(:count)
+      4.times { GC.start } # runs even when disabled, as always
+      answers << GC.count - answers.last << GC.enable << GC.enable
+      report(answers)
+    RUBY
+    stock = boot(body, stock: true)
+    assert_equal [false, 0, true, true, false, 0], stock.first(6), stock.inspect
+    assert_equal stock.values_at(0, 1, 2, 3, 4, 5, 7, 8, 9), boot(body).values_at(0, 1, 2, 3, 4, 5, 7, 8, 9)
+
+    # Disabled before loadscan was set up: left alone, not deferred.
+    first = { "APP_GC_DISABLE_FIRST" => "1" }
+    body = <<~RUBY
+      report([runs_while_allocating, booted!, runs_while_allocating, GC.enable, gc_figures&.fetch(:deferred)])
+    RUBY
+    assert_equal [0, nil, 0, true, nil], boot(body, stock: true, env: first)
+    assert_equal [0, true, 0, true, false], boot(body, env: first)
+
+    # Enabled again by the app during the boot: still deferred until the boot ends, then on.
+    body = <<~RUBY
+      answers = [GC.disable, GC.enable, runs_while_allocating]
+      booted!
+      report(answers << runs_while_allocating.positive? << GC.enable)
+    RUBY
+    assert_equal [false, true, 0, true, false], boot(body)
+  end
+
+  # A fork during the boot ends it in the parent first: the child starts with GC on, and so does
+  # the parent after it; so does Process.daemon (which forks without Process._fork).
+  def test_a_fork_ends_the_boot_and_a_child_never_starts_with_gc_off
+    body = <<~RUBY
+      out = ENV.fetch("LOADSCAN_TEST_REPORT") + ".child"
+      Process.wait(fork { File.binwrite(out, Marshal.dump([!GC.disable.tap { GC.enable }, runs_while_allocating > 1, Thread.list.size])) })
+      child = Marshal.load(File.binread(out))
+      report("child" => child, "parent" => [!GC.disable.tap { GC.enable }, runs_while_allocating > 1],
+             "ended_by" => gc_figures&.fetch(:ended_by))
+    RUBY
+    assert_equal({ "child" => [true, true, 1], "parent" => [true, true], "ended_by" => nil }, boot(body, stock: true))
+    assert_equal({ "child" => [true, true, 1], "parent" => [true, true], "ended_by" => "fork" }, boot(body))
+
+    Dir.mktmpdir("loadscan-daemon") do |tmp|
+      out = File.join(tmp, "daemon.marshal")
+      body = <<~RUBY
+        Process.daemon(true, true)
+        state = [!GC.disable.tap { GC.enable }, runs_while_allocating > 1, gc_figures[:ended_by]]
+        File.binwrite(#{"#{out}.tmp".inspect}, Marshal.dump(state))
+        File.rename(#{"#{out}.tmp".inspect}, #{out.inspect})
+      RUBY
+      boot_daemon = lambda do
+        Dir.mktmpdir("loadscan-boot-body") do |dir|
+          File.write(File.join(dir, "body.rb"), body)
+          run_ruby(command: [App::RUBY, "boot.rb"], chdir: self.class.app,
+                   env: App.env(self.class.app).merge("BOOT_BODY" => File.join(dir, "body.rb")))
+        end
+      end
+      assert boot_daemon.call.success?
+      deadline = Time.now + 60
+      sleep 0.05 until File.exist?(out) || Time.now > deadline
+      assert_equal [true, true, "fork"], Marshal.load(File.binread(out)) # rubocop:disable Security/MarshalLoad
+    end
+  end
+
+  # A boot that allocates far more than the last one (recorded beside the cache) is not deferred
+  # past what the last one allocated; with nothing recorded, the budget bounds its memory and
+  # the cap ends the deferral.
+  def test_the_cap_holds_for_a_boot_that_allocates_far_more_than_the_last_one
+    Dir.mktmpdir("loadscan-cache") do |cache|
+      env = { "LOADSCAN_CACHE_DIR" => cache }
+      first = boot("report(gc_figures)", env: env)
+      recorded = JSON.parse(File.read(File.join(cache, "last_boot.json"))).fetch("gc")
+      assert_equal "exit", recorded["ended_by"]
+      mark = recorded["boot_end_objects"]
+      assert_operator mark, :>=, first[:allocated_objects]
+      body = <<~RUBY
+        runs = runs_while_allocating(#{20 * mark})
+        report(gc_figures.merge(runs: runs))
+      RUBY
+      big = boot(body, env: env)
+      assert_equal "allocated", big[:ended_by], big.inspect
+      assert_operator big[:runs], :>, 1, "GC ran during the boot once it had allocated what the last one did"
+      # It ends at the watchdog's next look (a few tenths of a second on a busy machine), well
+      # before the body's own end.
+      assert_operator big[:allocated_objects], :<, 16 * mark, "ended before the body did (#{mark} recorded)"
+    end
+
+    # No record: 64 KiB strings dropped as made, until the deferral ends (at most 3 GiB: without
+    # GC, the process's size).
+    body = <<~RUBY
+      made = 0
+      while made < (3 << 30) && !gc_figures[:ended_by]
+        64.times { "x" * 65_536 }
+        made += 64 * 65_536
+      end
+      report(gc_figures.merge(peak_mb: heap_mb, made_mb: made >> 20))
+    RUBY
+    capped = boot(body, env: { "LOADSCAN_CACHE" => "0" })
+    assert_equal [true, "cap"], capped.values_at(:deferred, :ended_by), capped.inspect
+    assert_operator capped[:budget_runs], :>, 0
+    # Without GC all of it would be the process's size; with the budget runs it is bounded by
+    # what the boot makes between two of the watchdog's looks (a few tenths of a second).
+    assert_operator capped[:peak_mb], :<, capped[:made_mb] * 3 / 4, capped.inspect
+  end
+
+  # What the app sees of the GC when it runs late: a finalizer runs and a WeakRef dies when a GC
+  # has run (GC.start during the boot, or the GCs after it), ObjectSpace sees what is alive.
+  def test_finalizers_weakrefs_and_objectspace_are_stocks
+    body = <<~RUBY
+      require "weakref"
+      Thing = Class.new
+      log = []
+      finalizer = ->(to) { proc { to << :finalized } } # a proc that does not hold the object
+      make = -> { t = Thing.new; ObjectSpace.define_finalizer(t, finalizer.call(log)); WeakRef.new(t) }
+      ref = make.call
+      early = [ref.weakref_alive?, ObjectSpace.each_object(Thing).count <= 1]
+      GC.start
+      during = [!!ref.weakref_alive?, log.dup, ObjectSpace.each_object(Thing).count]
+      ref = make.call
+      booted!
+      runs_while_allocating
+      GC.start
+      after = [!!ref.weakref_alive?, log, ObjectSpace.each_object(Thing).count]
+      report([early, during, after])
+    RUBY
+    stock = boot(body, stock: true)
+    assert_equal [[true, true], [false, [:finalized], 0], [false, %i[finalized finalized], 0]], stock
+    assert_equal stock, boot(body)
+  end
+
+  # doctor names the settings that remove the last boot's runs before setup (the part left when
+  # GC is deferred), for this Ruby's heaps, and a boot with them makes none there.
+  def test_doctor_names_the_settings_that_remove_the_runs_before_setup
+    Dir.mktmpdir("loadscan-cache") do |cache|
+      env = { "LOADSCAN_CACHE_DIR" => cache }
+      last = boot("report(gc_figures)", env: env)
+      assert_operator last[:runs_before_setup], :>, 0, "Ruby and bundler/setup run GC before setup"
+      run = run_ruby(file: File.join(Loadscan::TestSupport::ROOT, "exe", "loadscan"), args: %w[--json doctor], loadscan: nil,
+                     chdir: self.class.app, env: App.env(self.class.app).merge(env), timeout: 120)
+      advice = JSON.parse(run.stdout).fetch("gc_settings")
+      assert_equal ["before setup", last[:runs_before_setup]], advice.values_at("part", "last_runs"), advice.inspect
+      names = advice["settings"].keys
+      if RUBY_VERSION >= "3.3"
+        assert_includes names, "RUBY_GC_HEAP_0_INIT_SLOTS"
+        assert_empty names - (0..4).map { |i| "RUBY_GC_HEAP_#{i}_INIT_SLOTS" } - %w[RUBY_GC_MALLOC_LIMIT]
+      else
+        assert_equal %w[RUBY_GC_HEAP_INIT_SLOTS], names - %w[RUBY_GC_MALLOC_LIMIT]
+      end
+      assert_equal 0, advice.dig("with_settings", "runs_before_setup"), advice.inspect
+      assert_equal 0, boot("report(gc_figures)", env: env.merge(advice["settings"]))[:runs_before_setup]
+    end
+  end
+
+  def test_the_last_boots_record_carries_the_gc_figures
+    Dir.mktmpdir("loadscan-cache") do |cache|
+      boot("booted!\nruns_while_allocating\nreport(nil)", env: { "LOADSCAN_CACHE_DIR" => cache })
+      gc = JSON.parse(File.read(File.join(cache, "last_boot.json"))).fetch("gc")
+      assert_equal [true, "booted"], gc.values_at("deferred", "ended_by")
+      assert_operator gc["runs_after_boot"], :>, 1
+      assert_operator gc["heaps"].size, :>=, 1
+      gc["heaps"].each { |heap| assert_operator heap["live"], :<=, heap["allocated"], heap.inspect }
+      assert_equal "booted", gc["boot_end_by"]
+      assert_operator gc["boot_end_objects"], :<, gc["allocated_objects"] + 1000, "recorded at booted!"
+      # A program that says it has booted will say so again: no mark for it.
+      assert_nil Loadscan::LastBoot.gc_mark(cache, gc["boot_key"])
+      boot("runs_while_allocating\nreport(nil)", env: { "LOADSCAN_CACHE_DIR" => cache })
+      gc = JSON.parse(File.read(File.join(cache, "last_boot.json"))).fetch("gc")
+      assert_equal "exit", gc["boot_end_by"]
+      assert_equal gc["boot_end_objects"], Loadscan::LastBoot.gc_mark(cache, gc["boot_key"])
+      assert_nil Loadscan::LastBoot.gc_mark(cache, "another program")
+    end
+  end
+end
