@@ -1,8 +1,9 @@
 # frozen_string_literal: true
-# A real Rails 8.1 app's warm boot, four ways (bench/support/rails_app.rb): stock, Bootsnap as
+# A real Rails 8.1 app's warm boot, five ways (bench/support/rails_app.rb): stock, Bootsnap as
 # `rails new` wires it (load-path cache and compile cache), loadscan + Bootsnap's compile cache
-# (what `loadscan install` makes of it), and loadscan alone; `bin/rails runner nil` in each
-# environment asked for (production eager-loads the app and the frameworks).
+# (what `loadscan install` makes of it: GC deferred during the boot, loadscan's default), the same
+# with LOADSCAN_GC=off, and loadscan alone; `bin/rails runner nil` in each environment asked for
+# (production eager-loads the app and the frameworks).
 #
 #   ruby bench/rails.rb [--rounds 10] [--envs development,production] [--no-instructions] [--jobs 2]
 #

@@ -9,12 +9,14 @@ require_relative "../instructions"
 module Bench
   # The Rails 8.1 app of bench/rails.rb and the gate: `rails new` with the gem set of
   # ../shared/gems (fixtures/rails_app.rb), made once per Ruby under
-  # tmp/bench/fixtures/ruby-<minor>/rails81, booted four ways by `bin/rails runner`:
+  # tmp/bench/fixtures/ruby-<minor>/rails81, booted five ways by `bin/rails runner`:
   # - stock: no Bootsnap, no loadscan (config/boot.rb's `require "bootsnap/setup"` skipped);
   # - bootsnap: the app as generated (Bootsnap's load-path cache and compile cache);
   # - loadscan+compile_cache: what `loadscan install` makes of a generated app (README, "Coming
   #   from Bootsnap"): loadscan set up after Bundler, `ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||=
-  #   "1"`, then `require "bootsnap/setup"` (Bootsnap's compile cache only);
+  #   "1"`, then `require "bootsnap/setup"` (Bootsnap's compile cache only), GC deferred during
+  #   the boot as loadscan does by default; and the same with LOADSCAN_GC=off (GC as in the
+  #   others, to tell the load-path cache's share from the deferral's);
   # - loadscan: loadscan alone (Bootsnap's line skipped).
   # Each has its own cache dirs, kept between runs (warm once filled).
   module RailsApp
@@ -22,10 +24,12 @@ module Bench
       "stock" => { "BENCH_BOOTSNAP" => "0" },
       "bootsnap" => {},
       "loadscan+compile_cache" => { "BENCH_LOADSCAN" => "1" },
+      "loadscan+compile_cache,gc_off" => { "BENCH_LOADSCAN" => "1", "LOADSCAN_GC" => "off" },
       "loadscan" => { "BENCH_LOADSCAN" => "1", "BENCH_BOOTSNAP" => "0" },
     }.freeze
     LABELS = { "stock" => "stock", "bootsnap" => "Bootsnap (full)",
-               "loadscan+compile_cache" => "loadscan + Bootsnap's compile cache", "loadscan" => "loadscan alone" }.freeze
+               "loadscan+compile_cache" => "loadscan + Bootsnap's compile cache",
+               "loadscan+compile_cache,gc_off" => "the same, LOADSCAN_GC=off", "loadscan" => "loadscan alone" }.freeze
     DIR = File.join(Fixtures::DIR, "rails81")
     REPORTS = File.join(OUT_DIR, "rails")
 
@@ -54,7 +58,10 @@ module Bench
 
     # The generated config/boot.rb with loadscan's lines as `loadscan install` writes them (after
     # Bundler's; loadscan from this checkout, or BENCH_LOADSCAN_LIB, by absolute path: the app's
-    # Gemfile does not name it), when BENCH_LOADSCAN=1, and the report hook first.
+    # Gemfile does not name it), when BENCH_LOADSCAN=1, and the report hook first; and in
+    # config/application.rb, after `Bundler.require`, loadscan's railtie, which the Gemfile line
+    # `loadscan install` adds (`require: "loadscan/railtie"`) would load there: it ends the boot
+    # (GC deferred until then) at after_initialize.
     def write_boot
       lib = ENV["BENCH_LOADSCAN_LIB"].to_s.empty? ? File.join(ROOT, "lib") : ENV["BENCH_LOADSCAN_LIB"]
       File.write(File.join(DIR, "config", "boot.rb"), <<~RUBY)
@@ -69,12 +76,38 @@ module Bench
           ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache
         end
         require "bootsnap/setup" unless ENV["BENCH_BOOTSNAP"] == "0" # Speed up boot time by caching expensive operations.
-        if (age = ENV["BENCH_BOOTSNAP_AGE"]) && defined?(Bootsnap::LoadPathCache) && Bootsnap::LoadPathCache.enabled?
-          Bootsnap::LoadPathCache::Cache.send(:remove_const, :AGE_THRESHOLD)
-          Bootsnap::LoadPathCache::Cache.const_set(:AGE_THRESHOLD, Integer(age))
-        end
+        #{PINS.chomp}
       RUBY
+      app = File.join(DIR, "config", "application.rb")
+      text = File.read(app)
+      line = %(require #{File.join(lib, "loadscan", "railtie").inspect} if ENV["BENCH_LOADSCAN"] == "1" # the Gemfile's `require:`\n)
+      return if text.include?(line)
+
+      text = text.sub(/^(Bundler\.require.*\n)/) { "#{$1}#{line}" }
+      raise "#{app}: no Bundler.require line" unless text.include?(line)
+
+      File.write(app, text)
     end
+
+    # Under callgrind a boot runs some 50 times slower than it does, long enough to reach limits
+    # in wall time that a real boot never comes near, at random points: in development
+    # Bootsnap's load-path cache rebuilds itself when older than AGE_THRESHOLD (30 s of the
+    # process's life) at a `require` (full Bootsnap counted 2,263–2,299 M, allocations differing
+    # by 1,700 objects, where loadscan's boot repeats to 0.05%), and loadscan's GC deferral ends
+    # after BootGC::MAX_SECONDS (60 s). Counted boots (PIN) raise both to an hour.
+    PINS = <<~RUBY
+      if (pin = ENV["BENCH_PIN_SECONDS"])
+        if defined?(Bootsnap::LoadPathCache) && Bootsnap::LoadPathCache.enabled?
+          Bootsnap::LoadPathCache::Cache.send(:remove_const, :AGE_THRESHOLD)
+          Bootsnap::LoadPathCache::Cache.const_set(:AGE_THRESHOLD, Integer(pin))
+        end
+        if defined?(Loadscan::BootGC::MAX_SECONDS)
+          Loadscan::BootGC.send(:remove_const, :MAX_SECONDS)
+          Loadscan::BootGC.const_set(:MAX_SECONDS, Float(pin))
+        end
+      end
+    RUBY
+    PIN = { "BENCH_PIN_SECONDS" => "3600" }.freeze
 
     # The four boots of `bin/rails runner CODE` in `rails_env`, as Variants (cache dirs per boot
     # and environment; `only`: names to keep).
@@ -111,18 +144,11 @@ module Bench
 
     def load_report(out) = Marshal.load(File.binread(out)) # rubocop:disable Security/MarshalLoad
 
-    # In development mode Bootsnap's load-path cache rebuilds itself when it is older than
-    # AGE_THRESHOLD (30 s of the process's life, by the monotonic clock) at a `require`: a boot
-    # never lives that long, but under callgrind, some 50 times slower, one does, and rebuilt the
-    # cache once to three times at random points (counts 2,263–2,299 M, allocations differing by
-    # 1,700 objects, where loadscan's boot repeats to 0.01%). Counted boots raise the limit to an hour.
-    PIN_BOOTSNAP_AGE = { "BENCH_BOOTSNAP_AGE" => "3600" }.freeze
-
     # {name => {instructions:, report:}} of one warm run of each variant under callgrind (`jobs` at
     # a time), with the GC counts of that very run.
     def instructions(variants, tag, jobs:)
       outs = variants.to_h { |v| [v.name, report_path(v, "#{tag}-callgrind")] }
-      counted = variants.map { |v| v.dup.tap { |c| c.env = v.env.merge(report_env(outs[v.name], false), PIN_BOOTSNAP_AGE) } }
+      counted = variants.map { |v| v.dup.tap { |c| c.env = v.env.merge(report_env(outs[v.name], false), PIN) } }
       counts = Instructions.count_all(counted, "rails-#{tag}", jobs: jobs)
       counts.to_h { |name, n| [name, { instructions: n, report: load_report(outs[name]) }] }
     end
