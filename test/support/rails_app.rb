@@ -3,6 +3,7 @@
 require_relative "bundler_app"
 require_relative "rails_app/files"
 require_relative "../../lib/loadscan/installer"
+require_relative "../../fixtures/rails_app"
 
 module Loadscan
   module TestSupport
@@ -16,18 +17,15 @@ module Loadscan
     # locked offline and its databases prepared once per test run per Ruby (about 10 s); each test
     # gets a copy of it (`app`).
     module RailsApp
-      VERSION = "8.1.3.1"
+      VERSION = Fixtures::RailsApp::RAILS
       # The README's flags: `--minimal`'s skips, less --skip-bootsnap (which --minimal implies).
-      NEW_FLAGS = %w[--skip-bundle --skip-git --skip-action-cable --skip-action-mailbox --skip-action-mailer
-                     --skip-action-text --skip-active-job --skip-active-storage --skip-brakeman --skip-bundler-audit
-                     --skip-ci --skip-dev-gems --skip-docker --skip-hotwire --skip-javascript --skip-jbuilder
-                     --skip-kamal --skip-rubocop --skip-solid --skip-system-test --skip-thruster].freeze
+      NEW_FLAGS = Fixtures::RailsApp::SKIPS
       # The gem set (its SHA256SUMS), and where bin/setup-rails-gems installed it for this Ruby
       # (`.complete` holds the SHA256SUMS it was installed from).
       GEM_SET = File.expand_path("../shared/gems", ROOT)
-      GEMS = File.join(File.dirname(BundlerApp::BUILT_GEMS), "rails81-#{File.basename(RbConfig::CONFIG["prefix"])}")
+      GEMS = Fixtures::RailsApp.home
       # Production's database (the generated database.yml names none: no Kamal, no Solid).
-      PRODUCTION = { "RAILS_ENV" => "production", "DATABASE_URL" => "sqlite3:storage/production.sqlite3" }.freeze
+      PRODUCTION = { "RAILS_ENV" => "production", "DATABASE_URL" => Fixtures::RailsApp::PRODUCTION_DB }.freeze
 
       module_function
 
@@ -51,7 +49,7 @@ module Loadscan
       # default and bundled gems) and sqlite3 on GEM_PATH, in place of Debian's gems.
       def env_overrides = rails81? ? { "GEM_PATH" => gem_path.join(File::PATH_SEPARATOR) } : {}
 
-      def gem_path = [GEMS, Gem.default_dir, BundlerApp::BUILT_GEMS]
+      def gem_path = Fixtures::RailsApp.gem_dirs
 
       def env(app) = BundlerApp.env(app).merge(env_overrides)
 
