@@ -24,7 +24,7 @@ module Bench
     def count(variant, out)
       log = "#{out}.log"
       cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=#{out}", *variant.argv]
-      system(variant.env || {}, *cmd, out: File::NULL, err: log) or raise "callgrind failed for #{variant.name}: #{File.read(log)[-2000..]}"
+      system(variant.env || {}, *cmd, out: File::NULL, err: log, chdir: variant.chdir || Dir.pwd) or raise "callgrind failed for #{variant.name}: #{File.read(log)[-2000..]}"
       File.read(log)[/Collected : (\d+)/, 1]&.to_i or raise "no instruction count in #{log}"
     end
 
@@ -33,6 +33,12 @@ module Bench
       fx = Fixtures.ensure(fixture)
       variants = Boot.variants_for(fx, "warm").select { |v| only.nil? || only.include?(v.name) }
       variants.each { |v| Runner.time_once(v.env || {}, v.argv) } # fill the warm caches
+      count_all(variants, fx[:name], jobs: jobs)
+    end
+
+    # {variant name => instructions} of one run of each variant, `jobs` at a time; the callgrind
+    # files are tmp/bench/callgrind/<tag>-<variant>.out.
+    def count_all(variants, tag, jobs:)
       dir = File.join(OUT_DIR, "callgrind")
       FileUtils.mkdir_p(dir)
       queue = Queue.new
@@ -42,12 +48,11 @@ module Bench
       Array.new(jobs) do
         Thread.new do
           while (v = queue.pop)
-            n = count(v, File.join(dir, "#{fx[:name]}-#{v.name}.out"))
-            counts[v.name] = n
+            counts[v.name] = count(v, File.join(dir, "#{tag}-#{v.name.tr("^A-Za-z0-9_.-", "_")}.out"))
           end
         end
       end.each(&:join)
-      counts
+      variants.to_h { |v| [v.name, counts.fetch(v.name)] }
     end
 
     # (loadscan − floor)/(bootsnap − floor) in instructions.

@@ -1,68 +1,90 @@
 # frozen_string_literal: true
-# A real Rails app's boot: `rails new --minimal` (Debian's Rails 6.1, locked offline by the test
-# suite's app maker) run as `bin/rails runner nil` in development, with stock Ruby, Bootsnap
-# (load path and compile cache), loadscan, and loadscan beside Bootsnap's compile cache
-# (`load_path_cache: false`, the README's "Coming from Bootsnap"). Every cache is warmed first;
-# rounds alternate the four; the table gives CPU time (user+sys of the child) and wall time
-# medians, and per-round CPU ratios against stock and Bootsnap, median [min–max].
+# A real Rails 8.1 app's warm boot, five ways (bench/support/rails_app.rb): stock, Bootsnap as
+# `rails new` wires it (load-path cache and compile cache), loadscan + Bootsnap's compile cache
+# (what `loadscan install` makes of it: GC deferred during the boot, loadscan's default), the same
+# with LOADSCAN_GC=off, and loadscan alone; `bin/rails runner nil` in each environment asked for
+# (production eager-loads the app and the frameworks).
 #
-#   ruby bench/rails.rb [ROUNDS]      (default 10; needs Debian's ruby-rails and ruby-bootsnap)
-require "fileutils"
-require "open3"
+#   ruby bench/rails.rb [--rounds 10] [--envs development,production] [--no-instructions] [--jobs 2]
+#
+# Needs Ruby 3.2+ with the Rails 8.1 gem set (bin/setup). Per environment: every cache warmed
+# (two untimed boots each); one boot of each with GC::Profiler on, for the cause of every major
+# GC and the features loaded (against stock's, Bootsnap's, msgpack's and loadscan's own files
+# left out); ROUNDS alternating rounds of CPU time (user + system of the child), median, and
+# per-round ratios against stock and Bootsnap with their 99% CI (bench/support/stats.rb) and
+# range; then one boot of each under callgrind (user-space instructions: deterministic) with the
+# GC counts of that very boot.
+require "optparse"
+require_relative "support/rails_app"
 
-require_relative "../test/support/bundler_app"
+opts = { rounds: 10, envs: %w[development], instructions: true, jobs: 2, regen: false }
+OptionParser.new do |o|
+  o.banner = "usage: ruby bench/rails.rb [--rounds N] [--envs development,production] [--no-instructions] [--jobs N]"
+  o.on("--rounds N", Integer) { |v| opts[:rounds] = v }
+  o.on("--envs LIST", Array) { |v| opts[:envs] = v }
+  o.on("--[no-]instructions", "count instructions under callgrind (about a minute per boot)") { |v| opts[:instructions] = v }
+  o.on("--jobs N", Integer, "callgrind runs at a time") { |v| opts[:jobs] = v }
+  o.on("--regen", "generate the app again") { opts[:regen] = true }
+end.parse!
+reason = Bench::RailsApp.missing and abort("bench/rails.rb: #{reason}")
+abort "bench/rails.rb: valgrind not found (bin/setup installs it)" if opts[:instructions] && !system("valgrind --version >/dev/null 2>&1")
 
-App = Loadscan::TestSupport::BundlerApp
-ROUNDS = Integer(ARGV[0] || 10)
-work = File.join(__dir__, "..", "tmp", "bench-rails")
-app = File.join(work, "railsapp")
-unless File.directory?(app)
-  FileUtils.mkdir_p(work)
-  App.rails_app(work) or abort("bench/rails.rb: Debian's rails is not installed")
+App = Bench::RailsApp
+Stats = Bench::Stats
+app = App.ensure(regen: opts[:regen])
+lock = File.read(File.join(app, "Gemfile.lock"))
+versions = %w[railties bootsnap zeitwerk].map { |g| "#{g} #{lock[/^    #{g} \(([^)]+)\)/, 1]}" }.join(", ")
+puts "Rails app #{app} (#{versions}), #{RUBY_DESCRIPTION}; load average #{File.read("/proc/loadavg").split.first(3).join(" ")}"
+
+results = opts[:envs].to_h do |rails_env|
+  vs = App.variants(rails_env: rails_env)
+  App.warm(vs)
+  profiled = vs.to_h { |v| [v.name, App.report(v, "#{rails_env}-profiled", profile: true)] }
+  cpu = Bench::Runner.alternate(vs, runs: opts[:rounds], warmup: 0, clock: :cpu)
+  counted = opts[:instructions] ? App.instructions(vs, rails_env, jobs: opts[:jobs]) : {}
+  [rails_env, { profiled: profiled, cpu: cpu, counted: counted }]
 end
-File.write(File.join(app, "config", "boot.rb"), <<~RUBY)
-  require "bundler/setup"
-  require "loadscan/setup" if ENV["BENCH_LOADSCAN"]
-  if ENV["BENCH_BOOTSNAP"]
-    require "bootsnap"
-    Bootsnap.setup(cache_dir: ENV["BENCH_BOOTSNAP"], load_path_cache: ENV["BENCH_LOAD_PATH_CACHE"] == "1",
-                   compile_cache_iseq: true, compile_cache_yaml: true)
+
+fmt_ratio = lambda do |a, b|
+  r = Stats.paired_ratio(a, b)
+  a.equal?(b) ? "1" : format("%.2f [%.2f–%.2f]", r[:ratio], r[:lo], r[:hi])
+end
+rows = results.flat_map do |rails_env, r|
+  r[:cpu].map do |name, t|
+    c = r[:counted][name]
+    n = c && c[:instructions]
+    ref = r[:counted]["bootsnap"]
+    diff = App.features_vs_stock(r[:profiled][name], r[:profiled]["stock"])
+    same = diff.values.all?(&:empty?) ? "same" : "+#{diff[:extra].size} −#{diff[:missing].size}"
+    [rails_env, App::LABELS.fetch(name), format("%.0f", Stats.median(t) * 1000),
+     format("%.0f–%.0f", t.min * 1000, t.max * 1000), fmt_ratio.(t, r[:cpu]["stock"]), fmt_ratio.(t, r[:cpu]["bootsnap"]),
+     n ? format("%.1f", n / 1e6) : "-", n && ref ? format("%.3f", n.fdiv(ref[:instructions])) : "-",
+     App.gc_summary(c ? c[:report] : r[:profiled][name], r[:profiled][name]),
+     (c ? c[:report] : r[:profiled][name])[:gc][:old_objects].to_s, same]
   end
-RUBY
-
-caches = File.join(work, "caches")
-FileUtils.rm_rf(caches)
-FileUtils.mkdir_p(caches, mode: 0o700)
-modes = {
-  "stock" => {},
-  "Bootsnap" => { "BENCH_BOOTSNAP" => "#{caches}/bootsnap", "BENCH_LOAD_PATH_CACHE" => "1" },
-  "loadscan" => { "BENCH_LOADSCAN" => "1", "LOADSCAN_CACHE_DIR" => "#{caches}/loadscan" },
-  "loadscan + Bootsnap compile cache" => { "BENCH_LOADSCAN" => "1", "LOADSCAN_CACHE_DIR" => "#{caches}/loadscan2",
-                                           "BENCH_BOOTSNAP" => "#{caches}/compile" },
-}
-
-boot = lambda do |env|
-  t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-  c0 = Process.times
-  _, err, status = Open3.capture3(App.env(app).merge(env), App::RUBY, "bin/rails", "runner", "nil", chdir: app)
-  abort("bin/rails runner failed:\n#{err}") unless status.success?
-  c1 = Process.times
-  [Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0, c1.cutime - c0.cutime + c1.cstime - c0.cstime]
 end
+header = %w[env boot cpu_ms range_ms cpu/stock cpu/bootsnap instructions_M instr/bootsnap gc_runs old_objects features]
+puts "\nWarm boots of `bin/rails runner nil`, #{opts[:rounds]} alternating rounds: CPU ms median and range; ratios:"
+puts "geometric mean of the paired rounds [99% CI]. GC runs and old objects at exit of the boot counted under callgrind;"
+puts "causes of the major runs from a profiled boot. features: against stock's (own files left out).\n\n"
+text = Bench::Runner.table(header, rows)
+puts text
+results.each do |rails_env, r|
+  r[:profiled].each do |name, rep|
+    d = App.features_vs_stock(rep, r[:profiled]["stock"])
+    next if d.values.all?(&:empty?)
 
-modes.each_value { |env| 2.times { boot.(env) } }
-times = Hash.new { |h, k| h[k] = [] }
-ROUNDS.times { modes.each { |name, env| times[name] << boot.(env) } }
-
-median = ->(xs) { xs.sort[xs.size / 2] }
-ratio = ->(name, base) { times[name].each_index.map { |i| times[name][i][1] / times[base][i][1] } }
-rails = File.read(File.join(app, "Gemfile.lock"))[/^    railties \(([^)]+)\)/, 1]
-puts "Rails #{rails} app (#{app}), #{ROUNDS} rounds"
-puts format("%-36s %9s %9s  %-22s %-22s", "boot", "CPU s", "wall s", "CPU / stock", "CPU / Bootsnap")
-times.each_key do |name|
-  cells = %w[stock Bootsnap].map do |base|
-    r = ratio.(name, base)
-    format("%.2f [%.2f–%.2f]", median.(r), r.min, r.max)
+    puts "#{rails_env} #{name}: loads #{d[:extra].first(3).join(", ")}#{"…" if d[:extra].size > 3} that stock does not; " \
+         "not #{d[:missing].first(3).join(", ")}#{"…" if d[:missing].size > 3}"
   end
-  puts format("%-36s %9.3f %9.3f  %-22s %-22s", name, median.(times[name].map(&:last)), median.(times[name].map(&:first)), *cells)
 end
+json = Bench::Runner.write_json("rails", {
+  versions: versions, rounds: opts[:rounds], table: text,
+  results: results.transform_values do |r|
+    { cpu_ms: r[:cpu].transform_values { |t| t.map { |x| (x * 1000).round(1) } },
+      instructions: r[:counted].transform_values { |c| c[:instructions] },
+      gc: r[:counted].transform_values { |c| c[:report][:gc] },
+      gc_runs: r[:profiled].transform_values { |p| p[:gc_runs] }, hits: r[:profiled].transform_values { |p| p[:hits] } }
+  end,
+})
+puts "\nJSON: #{json}"

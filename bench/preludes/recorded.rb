@@ -11,12 +11,15 @@
 #   absolute paths, so it never activates the default gem a feature belongs to (`require "set"`
 #   leaves `Gem.loaded_specs["set"]` unset), and a known feature skips RubyGems' `require`
 #   altogether;
-# - "rubygems": on `Kernel#gem_original_require`, below RubyGems, where loadscan sits. RubyGems'
-#   `require` runs for every feature exactly as in a stock boot (default-gem activation
-#   included): the floor of a cache that changes nothing but the search. Under Bundler with
-#   RubyGems < 3.5, `bundler/setup` has already rebound `Kernel#require` to Ruby's C require
-#   (RubyGems' activation is off), so nothing calls `gem_original_require` any more: the search
-#   is `Kernel#require` itself, and the prelude sits there (the same place as the default then).
+# - "rubygems": on every binding of Ruby's C require (the require-family names of `Kernel` and
+#   its singleton class whose method has no source location), below RubyGems, where loadscan
+#   sits. Whatever Ruby code wraps it runs for every feature exactly as in a stock boot: RubyGems'
+#   `require` (default-gem activation included) and, on Ruby 3.3+, the bundled-gems warning's
+#   wrapper. Which binding that is depends on the stack: without Bundler, `gem_original_require`
+#   under RubyGems' `Kernel#require`; under Bundler with RubyGems < 3.5 (Ruby 3.1), `bundler/setup`
+#   has rebound `Kernel#require` itself to the C require (the same place as the default then);
+#   under Bundler on Ruby 3.4, the bundled-gems wrapper's `no_warning_require` (Bundler rebound
+#   `require` to the C require, which the wrapper then kept under that name).
 BENCH_RECORDED_MAP = Marshal.load(File.binread(ENV.fetch("BENCH_RECORDED_MAP")))
 BENCH_RECORDED_DONE = {}
 module BenchRecorded
@@ -42,12 +45,14 @@ module BenchRecorded
   end
 end
 
-# Kernel#require is Ruby's C method (no source location) without RubyGems, or after Bundler
-# reversed RubyGems' mixin.
-if ENV["BENCH_RECORDED_BELOW"] == "rubygems" && Kernel.private_method_defined?(:gem_original_require) &&
-   Kernel.instance_method(:require).source_location
-  BenchRecorded.decorate(Kernel, :gem_original_require)
-else
-  BenchRecorded.decorate(Kernel, :require)
+C_REQUIRE_NAMES = %i[require gem_original_require no_warning_require].freeze
+[Kernel, Kernel.singleton_class].each do |owner|
+  names = if ENV["BENCH_RECORDED_BELOW"] == "rubygems"
+            C_REQUIRE_NAMES.select do |n|
+              (owner.private_method_defined?(n) || owner.method_defined?(n)) && owner.instance_method(n).source_location.nil?
+            end
+          else
+            %i[require]
+          end
+  names.each { |n| BenchRecorded.decorate(owner, n) }
 end
-BenchRecorded.decorate(Kernel.singleton_class, :require)

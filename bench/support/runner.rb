@@ -10,29 +10,37 @@ module Bench
   OUT_DIR = File.join(ROOT, "tmp", "bench")
   RUBY = RbConfig.ruby
 
-  # A variant to time: a name, an environment, an argv, and an optional untimed `prepare`
-  # lambda run right before every timed run (wiping a cache dir, touching a tree…).
-  Variant = Struct.new(:name, :env, :argv, :prepare, keyword_init: true)
+  # A variant to time: a name, an environment, an argv, an optional untimed `prepare`
+  # lambda run right before every timed run (wiping a cache dir, touching a tree…), and the
+  # directory it runs in (nil: this process's).
+  Variant = Struct.new(:name, :env, :argv, :prepare, :chdir, keyword_init: true)
 
   module Runner
     module_function
 
     # Wall time of one fresh process, in seconds: CLOCK_MONOTONIC around spawn + wait.
     # stdout goes to /dev/null; stderr is kept and shown if the process fails.
-    def time_once(env, argv)
+    def time_once(env, argv, chdir: nil) = measure_once(env, argv, chdir: chdir)[:wall]
+
+    # {wall:, cpu:} of one fresh process, in seconds: CPU is the user + system time of the child
+    # and what it waited for (Process.times' children fields around spawn + wait; the runs are
+    # one at a time, so nothing else is counted).
+    def measure_once(env, argv, chdir: nil)
       err = File.join(OUT_DIR, "last-stderr.#{Process.pid}")
       FileUtils.mkdir_p(OUT_DIR)
+      c0 = Process.times
       t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      pid = Process.spawn(env, *argv, out: File::NULL, err: err)
+      pid = Process.spawn(env, *argv, out: File::NULL, err: err, **(chdir ? { chdir: chdir } : {}))
       _, status = Process.wait2(pid)
       t = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+      c1 = Process.times
       unless status.success?
         raise "failed (#{status.inspect}): #{argv.join(" ")}\n#{File.read(err)[0, 4000]}"
       end
 
       msg = File.read(err)
       warn_once(msg) unless msg.empty?
-      t
+      { wall: t, cpu: c1.cutime - c0.cutime + c1.cstime - c0.cstime }
     ensure
       File.delete(err) if err && File.exist?(err)
     end
@@ -47,13 +55,14 @@ module Bench
 
     # Runs every variant `runs` times, alternating: round r runs the variants in the order
     # rotated by r (A B C, B C A, C A B, …) so drift and order effects spread evenly.
-    # `warmup` untimed rounds first (page cache, caches filled). Returns {name => [seconds]}.
-    def alternate(variants, runs:, warmup: 1, progress: nil)
+    # `warmup` untimed rounds first (page cache, caches filled). Returns {name => [seconds]} of
+    # `clock` (:wall or :cpu, measure_once).
+    def alternate(variants, runs:, warmup: 1, progress: nil, clock: :wall)
       times = variants.to_h { |v| [v.name, []] }
       (warmup + runs).times do |r|
         variants.rotate(r % variants.size).each do |v|
           v.prepare&.call
-          t = time_once(v.env || {}, v.argv)
+          t = measure_once(v.env || {}, v.argv, chdir: v.chdir).fetch(clock)
           times[v.name] << t if r >= warmup
         end
         progress&.call(r - warmup + 1, runs) if r >= warmup
