@@ -179,12 +179,11 @@ class CICacheTest < Minitest::Test
   # A CI job usually restores the installed gems too (Bundler's path, vendor/bundle, from the
   # CI's cache: `tar` keeps the mtimes, not the inodes). The app here is the generated Bundler
   # app (fixtures/bundle.rb: its gems installed in the checkout's gem_home/, a Gemfile.lock),
-  # checked out at the same path by each job. By mtime every gem's entry is new and scanned
-  # again: the restored cache serves only the app's own dirs (which it then lists again, also
-  # new); by listing (CI=true) it serves everything.
+  # checked out at the same path by each job. By mtime a gem's entry is new (a new inode) and
+  # scanned again; by listing (CI=true) the restored cache serves everything.
   def test_restored_gems_are_served_from_the_cache_by_listing_only
     repo = File.join(@tmp, "bundle-src")
-    fixture = Fixtures::Bundle.generate(out: repo, gems: 20, files: 60)
+    Fixtures::Bundle.generate(out: repo, gems: 20, files: 60)
     commit(repo, %w[/gem_home/ /tmp/ /.bundle/ /*.marshal])
     gems_tarball = File.join(@tmp, "gems.tgz")
     save_cache(repo, gems_tarball, "gem_home")
@@ -200,10 +199,13 @@ class CICacheTest < Minitest::Test
     figures("gems restored, job 1, no cache", job1)
     tarball = File.join(@tmp, "cache.tgz")
     save_cache(path, tarball)
-    gem_roots = fixture[:gem_dirs].size
     by_mtime = job.call({}, tarball)
     figures("gems restored, job 2, mtime", by_mtime)
-    assert_operator by_mtime[:roots_scanned] + by_mtime[:roots_refreshed], :>=, gem_roots, "every gem listed again"
+    # By mtime the restored gems are new directories (new inodes) and listed again — unless the
+    # file system gave the extracted tree the inodes the deleted checkout freed, with tar's
+    # mtimes: then their stamps match, their contents are the same, and using them is right.
+    # Either way the answers are job 1's.
+    assert_equal answered(job1), answered(by_mtime)
     by_listing = job.call({ "CI" => "true" }, tarball)
     figures("gems restored, job 2, CI=true", by_listing)
     assert_equal job1[:load_path_entries], by_listing[:roots_from_cache], "every root from the cache"
