@@ -65,6 +65,9 @@ opts = Bench::Runner.parse(banner, { fixtures: nil, runs: 2, cold: true, rails: 
   o.on("--rails", "also the Rails 8.1 app (bench/support/rails_app.rb; Ruby 3.2+): a `bin/rails runner nil` boot") { op[:rails] = true }
 end
 abort "bench: strace not found (bin/setup installs it)" unless system("strace -V >/dev/null 2>&1")
+if opts[:rails] && (reason = Bench::RailsApp.missing)
+  abort "bench/syscalls.rb --rails: #{reason}"
+end
 # The Debian-packages tree is Debian's Ruby 3.1's packages (Rails 6.1, extensions built for it):
 # another Ruby cannot boot it.
 debian = Bench::Fixtures.debian_available? && RbConfig::CONFIG["prefix"] == "/usr"
@@ -85,7 +88,6 @@ module RailsFixture
   module_function
 
   def ensure
-    reason = Bench::RailsApp.missing and abort("bench/syscalls.rb --rails: #{reason}")
     dir = Bench::RailsApp.ensure
     fx = { name: "rails81", root: dir, chdir: dir }
     stock = Bench::RailsApp.variants(only: ["stock"]).first
