@@ -15,7 +15,7 @@ Gem::Specification.new do |spec|
   spec.required_ruby_version = ">= 3.1"
   # What the build and the library need: no tests, examples or benchmarks (Rust's included).
   spec.files = Dir["lib/**/*.rb", "lib/**/*.rake", "exe/*", "ext/*/src/**/*.rs", "ext/*/Cargo.toml", "ext/loadscan/extconf.rb",
-                   "Cargo.toml", "Cargo.lock", "README.md", "CHANGELOG.md", "LICENSE"]
+                   "ext/loadscan/cargo_build.rb", "Cargo.toml", "Cargo.lock", "README.md", "CHANGELOG.md", "LICENSE"]
   spec.metadata = { "rubygems_mfa_required" => "true" }
   spec.bindir = "exe"
   spec.executables = Dir["exe/*"].map { |f| File.basename(f) }

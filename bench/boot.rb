@@ -163,10 +163,9 @@ module Bench
 end
 
 if $PROGRAM_NAME == __FILE__
-  opts = { gems: [100, 200, 400, 800], debian: nil, runs: 7, states: Bench::Boot::STATES, regen: false, only: nil,
-           plain: false }
-  OptionParser.new do |o|
-    o.banner = "usage: ruby bench/boot.rb [--gems 100,200] [--[no-]debian] [--runs N] [--states cold,warm,checkout] [--quick]"
+  banner = "usage: ruby bench/boot.rb [--gems 100,200] [--[no-]debian] [--runs N] [--states cold,warm,checkout] [--quick]"
+  defaults = { gems: [100, 200, 400, 800], debian: nil, runs: 7, states: Bench::Boot::STATES, regen: false, only: nil, plain: false }
+  opts = Bench::Runner.parse(banner, defaults) do |o, opts|
     o.on("--gems LIST", Array) { |v| opts[:gems] = v.map { |s| Integer(s) } }
     o.on("--plain", "gem dirs put on $LOAD_PATH by hand (plain-N) instead of the Bundler app (gems-N)") { opts[:plain] = true }
     o.on("--[no-]debian", "realistic Debian tree (default: when its packages are installed)") { |v| opts[:debian] = v }
@@ -175,7 +174,7 @@ if $PROGRAM_NAME == __FILE__
     o.on("--only LIST", Array, "variants to run (e.g. loadscan,bootsnap_warm for many cold rounds)") { |v| opts[:only] = v }
     o.on("--quick", "gems 100,200, 3 runs, no Debian tree") { opts.merge!(gems: [100, 200], runs: 3, debian: false) }
     o.on("--regen", "regenerate the fixtures") { opts[:regen] = true }
-  end.parse!
+  end
   bad = opts[:states] - Bench::Boot::STATES
   abort "unknown states: #{bad.join(", ")}" unless bad.empty?
   fixtures = opts[:gems].map { |n| "#{opts[:plain] ? "plain" : "gems"}-#{n}" }
@@ -186,8 +185,6 @@ if $PROGRAM_NAME == __FILE__
   fixtures << "debian" if debian
   data = Bench::Boot.run(fixtures: fixtures, states: opts[:states], runs: opts[:runs], regen: opts[:regen], only: opts[:only])
   text = Bench::Boot.report(data)
-  puts text
-  json = Bench::Runner.write_json("boot", data.merge(ruby: RUBY_DESCRIPTION, nproc: Etc.respond_to?(:nprocessors) ? Etc.nprocessors : nil,
-                                                     at: Time.now.utc.to_s, runs: opts[:runs], table: text))
-  puts "\nJSON: #{json}"
+  Bench::Runner.publish("boot", text, data.merge(ruby: RUBY_DESCRIPTION, nproc: Etc.respond_to?(:nprocessors) ? Etc.nprocessors : nil,
+                                                 at: Time.now.utc.to_s, runs: opts[:runs], table: text))
 end

@@ -80,18 +80,16 @@ module Bench
 end
 
 if $PROGRAM_NAME == __FILE__
-  opts = { fixture: "gems-200", jobs: [Etc.nprocessors, 4].min }
-  OptionParser.new do |o|
-    o.banner = "usage: ruby bench/instructions.rb [--gems N | --plain N | --debian] [--jobs N]"
+  opts = Bench::Runner.parse("usage: ruby bench/instructions.rb [--gems N | --plain N | --debian] [--jobs N]",
+                             { fixture: "gems-200", jobs: [Etc.nprocessors, 4].min }) do |o, opts|
     o.on("--gems N", Integer) { |n| opts[:fixture] = "gems-#{n}" }
     o.on("--plain N", Integer, "the app with gem dirs put on $LOAD_PATH by hand, no Bundler") { |n| opts[:fixture] = "plain-#{n}" }
     o.on("--debian") { opts[:fixture] = "debian" }
     o.on("--jobs N", Integer) { |n| opts[:jobs] = n }
     o.on("--only LIST", Array, "variants (stock takes longest under valgrind: minutes from 400 gems)") { |v| opts[:only] = v }
-  end.parse!
+  end
   abort "bench: valgrind not found (apt-get install valgrind)" unless system("valgrind --version >/dev/null 2>&1")
   counts = Bench::Instructions.run(opts[:fixture], jobs: opts[:jobs], only: opts[:only])
   text = Bench::Instructions.report(opts[:fixture], counts)
-  puts text
-  puts "\nJSON: #{Bench::Runner.write_json("instructions-#{opts[:fixture]}", { counts: counts, table: text })}"
+  Bench::Runner.publish("instructions-#{opts[:fixture]}", text, { counts: counts, table: text })
 end

@@ -150,20 +150,18 @@ module Bench
 end
 
 if $PROGRAM_NAME == __FILE__
-  opts = { gems: [100, 200, 400, 800], debian: nil, runs: 7, reps: 3, regen: false }
-  OptionParser.new do |o|
-    o.banner = "usage: ruby bench/scan.rb [--gems 100,200] [--[no-]debian] [--runs N] [--reps N] [--quick]"
+  opts = Bench::Runner.parse("usage: ruby bench/scan.rb [--gems 100,200] [--[no-]debian] [--runs N] [--reps N] [--quick]",
+                             { gems: [100, 200, 400, 800], debian: nil, runs: 7, reps: 3, regen: false }) do |o, opts|
     o.on("--gems LIST", Array) { |v| opts[:gems] = v.map { |s| Integer(s) } }
     o.on("--[no-]debian") { |v| opts[:debian] = v }
     o.on("--runs N", Integer) { |v| opts[:runs] = v }
     o.on("--reps N", Integer) { |v| opts[:reps] = v }
     o.on("--quick") { opts.merge!(gems: [200], runs: 3, debian: false) }
     o.on("--regen") { opts[:regen] = true }
-  end.parse!
+  end
   fixtures = opts[:gems].map { |n| "gems-#{n}" }
   fixtures << "debian" if opts[:debian].nil? ? Bench::Fixtures.debian_available? : opts[:debian]
   data = Bench::Scan.run(fixtures: fixtures, runs: opts[:runs], reps: opts[:reps], regen: opts[:regen])
   text = Bench::Scan.report(data)
-  puts text
-  puts "\nJSON: #{Bench::Runner.write_json("scan", data.merge(table: text, at: Time.now.utc.to_s, ruby: RUBY_DESCRIPTION))}"
+  Bench::Runner.publish("scan", text, data.merge(table: text, at: Time.now.utc.to_s, ruby: RUBY_DESCRIPTION))
 end

@@ -4,6 +4,7 @@ require "rubygems/package"
 require "fileutils"
 require "open3"
 require "tmpdir"
+require_relative "../ext/loadscan/cargo_build"
 
 # Precompiled ("native") gems: one .gem per platform holding `lib/loadscan/<minor>/loadscan.so`
 # for every Ruby it supports and no extension to build, so RubyGems and Bundler install it in
@@ -86,8 +87,7 @@ module NativeGem
     target_dir = File.join(ROOT, "target", "aarch64-ruby-#{minor}")
     env = { "RUBY" => wrapper, "CARGO_TARGET_DIR" => target_dir,
             "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER" => "aarch64-linux-gnu-gcc" }
-    system(env, "cargo", "build", "--release", "--locked", "-p", "loadscan", "--target", AARCH64_TARGET,
-           chdir: ROOT, exception: true)
+    system(env, "cargo", *Loadscan::CargoBuild::ARGS, "--target", AARCH64_TARGET, chdir: ROOT, exception: true)
     Build.new(minor, File.join(target_dir, AARCH64_TARGET, "release", "libloadscan.so"))
   end
 

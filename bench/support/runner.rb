@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
+require "optparse"
 require "fileutils"
 require "rbconfig"
 require_relative "stats"
@@ -80,6 +81,28 @@ module Bench
         loadscan_so: so&.delete_prefix("#{ROOT}/"), loadscan_so_mtime: so ? File.mtime(so).utc.to_s : nil,
         loadscan_lib: ENV["BENCH_LOADSCAN_LIB"],
         ruby: RUBY_DESCRIPTION, at: Time.now.utc.to_s }
+    end
+
+    # A benchmark's options from ARGV: a copy of `defaults`, changed by the options the block
+    # declares (`o.on`) under `banner`.
+    #
+    #   opts = Bench::Runner.parse("usage: ruby bench/scan.rb [--runs N]", { runs: 7 }) do |o, opts|
+    #     o.on("--runs N", Integer) { |v| opts[:runs] = v }
+    #   end
+    def parse(banner, defaults, argv = ARGV)
+      opts = defaults.dup
+      OptionParser.new do |o|
+        o.banner = banner
+        yield o, opts
+      end.parse!(argv)
+      opts
+    end
+
+    # A benchmark's results: prints its table (`text`), writes `data` (which holds the table too)
+    # as tmp/bench/NAME.json and prints its path.
+    def publish(name, text, data)
+      puts text
+      puts "\nJSON: #{write_json(name, data)}"
     end
 
     def write_json(name, data)
