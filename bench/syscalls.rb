@@ -70,7 +70,7 @@ if opts[:rails] && (reason = Bench::RailsApp.missing)
 end
 # The Debian-packages tree is Debian's Ruby 3.1's packages (Rails 6.1, extensions built for it):
 # another Ruby cannot boot it.
-debian = Bench::Fixtures.debian_available? && RbConfig::CONFIG["prefix"] == "/usr"
+debian = Bench::Fixtures.debian_bootable?
 opts[:fixtures] ||= (debian ? ["debian"] : []) + ["gems-200"]
 
 S = Bench::Syscalls

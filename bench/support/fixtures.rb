@@ -83,6 +83,12 @@ module Bench
       system(RUBY, File.join(ROOT, "fixtures", "debian_tree.rb"), "--check", out: File::NULL, err: File::NULL)
     end
 
+    # Whether the realistic tree boots here: its packages are installed, and this is the Ruby they
+    # are Debian's packages for (another Ruby's stock boot of it fails).
+    def debian_bootable?
+      RbConfig::CONFIG["prefix"] == "/usr" && debian_available?
+    end
+
     def recorded_map(name) = File.join(OUT_DIR, "recorded", RUBY_TAG, "#{name}.marshal")
 
     # Where a fixture's variants keep their caches.
