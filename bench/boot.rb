@@ -168,7 +168,7 @@ if $PROGRAM_NAME == __FILE__
   opts = Bench::Runner.parse(banner, defaults) do |o, opts|
     o.on("--gems LIST", Array) { |v| opts[:gems] = v.map { |s| Integer(s) } }
     o.on("--plain", "gem dirs put on $LOAD_PATH by hand (plain-N) instead of the Bundler app (gems-N)") { opts[:plain] = true }
-    o.on("--[no-]debian", "realistic Debian tree (default: when its packages are installed)") { |v| opts[:debian] = v }
+    o.on("--[no-]debian", "realistic Debian tree (default: on Debian's Ruby with its packages installed)") { |v| opts[:debian] = v }
     o.on("--runs N", Integer) { |v| opts[:runs] = v }
     o.on("--states LIST", Array) { |v| opts[:states] = v }
     o.on("--only LIST", Array, "variants to run (e.g. loadscan,bootsnap_warm for many cold rounds)") { |v| opts[:only] = v }
@@ -178,7 +178,7 @@ if $PROGRAM_NAME == __FILE__
   bad = opts[:states] - Bench::Boot::STATES
   abort "unknown states: #{bad.join(", ")}" unless bad.empty?
   fixtures = opts[:gems].map { |n| "#{opts[:plain] ? "plain" : "gems"}-#{n}" }
-  debian = opts[:debian].nil? ? Bench::Fixtures.debian_available? : opts[:debian]
+  debian = opts[:debian].nil? ? Bench::Fixtures.debian_bootable? : opts[:debian]
   if debian && !Bench::Fixtures.debian_available?
     abort "bench: Debian packages for the realistic tree are missing (ruby fixtures/debian_tree.rb --install)"
   end

@@ -1,8 +1,14 @@
 # frozen_string_literal: true
-# Failed file-system calls per boot, BY CAUSE, for stock Ruby, Bootsnap 1.13 (where installed)
-# and loadscan, warm and cold, on the Debian-packages tree and on the real-Bundler app, in one run:
+# Failed file-system calls per boot, BY CAUSE, for stock Ruby, Bootsnap and loadscan, warm and
+# cold, on the real-Bundler app (gems-N), the Debian-packages tree (Debian's Ruby 3.1 only: its
+# packages are that Ruby's) and, with --rails, the Rails 8.1 app, in one run:
 #
-#   ruby bench/syscalls.rb [--fixtures debian,gems-200] [--runs 2] [--no-cold]
+#   ruby bench/syscalls.rb [--fixtures debian,gems-200] [--rails] [--runs 2] [--no-cold]
+#
+# Run with Ruby 3.4.5 (PATH=/opt/rubies/ruby-3.4.5/bin:$PATH), it measures against Bootsnap 1.24.6
+# from the Rails 8.1 gem set (bin/setup-rails-gems), which the fixtures' Gemfiles lock; with
+# Debian's Ruby 3.1, against Debian's ruby-bootsnap 1.13 (the older stack; no Rails 8.1 there).
+# Each fixture's block names the Ruby and Bootsnap it measured.
 #
 # Method (bench/support/syscalls.rb has the details): each boot runs under
 # `strace -f -qq -e trace=openat,open,stat,lstat,newfstatat,statx,access,faccessat,faccessat2`,
@@ -23,10 +29,10 @@
 #                "F (from C)"; found from the C stacks of one `strace -k` boot per fixture, see
 #                Bench::Syscalls.record_c_features), relative spellings (`enumerator.so`, checked
 #                against $LOADED_FEATURES), Rails' own file checks, libc lookups.
-# Ruby 3.1's `require` probes with openat only: a stat-family call on <entry>/F.rb|.so gets a
-# cause by the same rule, but was made by other code (RubyGems' contains_requirable_file?,
-# Rails); a failed stat of <entry>/D (no extension) is loadscan's check of the directory a sure
-# miss would be in, counted as miss "D/".
+# A stat-family call on <entry>/F.rb|.so gets a cause by the same rule, but was made by other
+# code than `require`, which probes with openat (RubyGems' contains_requirable_file?, Rails); a
+# failed stat of <entry>/D (no extension) is loadscan's check of the directory a sure miss would
+# be in, counted as miss "D/".
 # Every failed call before the prelude file is opened (stock loads the empty preludes/stock.rb
 # at the same point) is counted as "before_prelude" (Ruby's startup, RubyGems, bundler/setup:
 # nothing a cache set up in the prelude could answer), and broken down by the same causes.
@@ -35,94 +41,89 @@
 #
 # The trees do not change during a run, so the counts are deterministic: every variant runs
 # `--runs` times (default 2) and the output says whether the runs agreed.
-# Variants: stock; bootsnap (warm: cache filled by an untraced boot; cold: empty cache dir);
-# loadscan (the same). Ratios are of failed openat (and stat-family) calls.
-require "optparse"
+# Variants: stock; bootsnap (its load-path cache, bench/preludes/bootsnap.rb; in the Rails app,
+# Bootsnap as generated); loadscan (in the Rails app, with Bootsnap's compile cache), each warm
+# (cache filled by an untraced boot) and cold (empty cache dir). Ratios are of failed openat (and
+# stat-family) calls.
 require "json"
 require_relative "support/runner"
 require_relative "support/fixtures"
 require_relative "support/syscalls"
+require_relative "support/rails_app"
 require_relative "boot"
 
-opts = { fixtures: nil, runs: 2, cold: true, rails: false }
-OptionParser.new do |o|
-  o.banner = "usage: ruby bench/syscalls.rb [--fixtures debian,gems-200] [--gems N] [--debian] [--runs 2] [--no-cold]"
-  o.on("--fixtures LIST", Array, "fixtures (default: debian when installed, gems-200)") { |v| opts[:fixtures] = v }
-  o.on("--gems N", Integer, "only gems-N") { |n| opts[:fixtures] = ["gems-#{n}"] }
-  o.on("--plain N", Integer, "only plain-N") { |n| opts[:fixtures] = ["plain-#{n}"] }
-  o.on("--debian", "only the Debian tree") { opts[:fixtures] = ["debian"] }
-  o.on("--runs N", Integer, "runs per variant, compared (default 2)") { |n| opts[:runs] = n }
-  o.on("--[no-]cold", "also cold boots (default yes)") { |v| opts[:cold] = v }
-  o.on("--rails", "also a generated Rails app (`rails new --minimal`, test/support/bundler_app.rb; Ruby 3.1): a `bin/rails runner` boot") { opts[:rails] = true }
-end.parse!
+banner = "usage: ruby bench/syscalls.rb [--fixtures debian,gems-200] [--gems N] [--debian] [--rails] [--runs 2] [--no-cold]"
+opts = Bench::Runner.parse(banner, { fixtures: nil, runs: 2, cold: true, rails: false }) do |o, op|
+  o.on("--fixtures LIST", Array, "fixtures (default: gems-200, and debian first on Debian's Ruby with its packages installed)") do |v|
+    op[:fixtures] = v
+  end
+  o.on("--gems N", Integer, "only gems-N") { |n| op[:fixtures] = ["gems-#{n}"] }
+  o.on("--plain N", Integer, "only plain-N") { |n| op[:fixtures] = ["plain-#{n}"] }
+  o.on("--debian", "only the Debian tree") { op[:fixtures] = ["debian"] }
+  o.on("--runs N", Integer, "runs per variant, compared (default 2)") { |n| op[:runs] = n }
+  o.on("--[no-]cold", "also cold boots (default yes)") { |v| op[:cold] = v }
+  o.on("--rails", "also the Rails 8.1 app (bench/support/rails_app.rb; Ruby 3.2+): a `bin/rails runner nil` boot") { op[:rails] = true }
+end
 abort "bench: strace not found (bin/setup installs it)" unless system("strace -V >/dev/null 2>&1")
-opts[:fixtures] ||= (Bench::Fixtures.debian_available? ? ["debian"] : []) + ["gems-200"]
+if opts[:rails] && (reason = Bench::RailsApp.missing)
+  abort "bench/syscalls.rb --rails: #{reason}"
+end
+# The Debian-packages tree is Debian's Ruby 3.1's packages (Rails 6.1, extensions built for it):
+# another Ruby cannot boot it.
+debian = Bench::Fixtures.debian_bootable?
+opts[:fixtures] ||= (debian ? ["debian"] : []) + ["gems-200"]
 
 S = Bench::Syscalls
 
-# The Rails app: made once by test/support/bundler_app.rb's rails_app (Debian's Rails, offline,
-# Gemfile.lock from `bundle lock --local`), its config/boot.rb then reduced to what the bench's
-# fixtures do: `require "bundler/setup"`, then the variant's BOOT_PRELUDE (stock: the empty one).
+# The Rails 8.1 app of bench/rails.rb and the gate (Bench::RailsApp: `rails new` with the Rails 8.1
+# gem set, its own Gemfile.lock, booted through its real Bundler by `bin/rails runner nil`, in
+# development), three ways: stock, Bootsnap as the generator wires it (load-path cache and compile
+# cache) and loadscan + Bootsnap's compile cache (the lines `loadscan install` writes; GC deferred
+# during the boot, as loadscan comes). Each variant and state has cache dirs of its own
+# (BOOTSNAP_CACHE_DIR, loadscan's inside it: "own"). The app's config/boot.rb loads BOOT_PRELUDE
+# right after `require "bundler/setup"`, before loadscan's and Bootsnap's lines: Syscalls.measure
+# sets it to the empty stock prelude, so "before_prelude" is the same point in every boot.
 module RailsFixture
+  BOOTS = %w[stock bootsnap loadscan+compile_cache].freeze
   module_function
 
   def ensure
-    root = File.join(Bench::Fixtures::DIR, "rails")
-    app = File.join(root, "railsapp")
-    boot = File.join(app, "config", "boot.rb")
-    unless File.exist?(boot) && File.read(boot).include?("BOOT_PRELUDE")
-      warn "bench: generating the Rails app in #{root}"
-      ts = Module.new
-      ts.const_set(:ROOT, Bench::ROOT)
-      ts.const_set(:LIB, File.join(Bench::ROOT, "lib"))
-      Object.const_set(:Loadscan, Module.new) unless defined?(Loadscan)
-      Loadscan.const_set(:TestSupport, ts) unless Loadscan.const_defined?(:TestSupport)
-      require File.join(Bench::ROOT, "test", "support", "bundler_app")
-      FileUtils.rm_rf(root)
-      FileUtils.mkdir_p(root)
-      Loadscan::TestSupport::BundlerApp.rails_app(root) or abort "bench: no rails executable for this Ruby"
-      File.write(boot, <<~RUBY)
-        ENV["BUNDLE_GEMFILE"] ||= File.expand_path("../Gemfile", __dir__)
-        require "bundler/setup"
-        load ENV["BOOT_PRELUDE"] if ENV["BOOT_PRELUDE"] && !ENV["BOOT_PRELUDE"].empty?
-      RUBY
-    end
-    env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile"), "BUNDLE_FROZEN" => "true", "RUBYOPT" => nil, "RUBYLIB" => nil,
-            "BUNDLE_APP_CONFIG" => File.join(app, ".bundle"), "RAILS_ENV" => "development" }
-    argv = [Bench::RUBY, "bin/rails", "runner", "nil"]
-    fx = { name: "rails", root: app, chdir: app, env: env, argv: argv }
-    lp = File.join(root, "load_path.marshal")
-    system(env, *argv[0, 3], "File.binwrite(#{lp.inspect}, Marshal.dump($LOAD_PATH.map(&:to_s)))", chdir: app) or abort "bench: rails runner failed"
-    S.set_load_path(fx, Marshal.load(File.binread(lp))) # rubocop:disable Security/MarshalLoad
+    dir = Bench::RailsApp.ensure
+    fx = { name: "rails81", root: dir, chdir: dir }
+    stock = Bench::RailsApp.variants(only: ["stock"]).first
+    S.set_load_path(fx, Bench::RailsApp.report(stock, "syscalls-load-path")[:load_path])
     fx
   end
 
   def variants(fx, state)
-    cache = File.join(Bench::Fixtures.cache_dir(fx), "x")
-    %w[stock bootsnap loadscan].filter_map do |v|
-      next if v == "stock" && state == "cold"
+    Bench::RailsApp.variants(only: BOOTS).filter_map do |v|
+      next if v.name == "stock" && state == "cold"
 
-      dir = File.join(File.dirname(cache), "#{v}-#{state}")
-      env = fx[:env].dup
-      case v
-      when "bootsnap" then env.merge!("BOOT_PRELUDE" => Bench::Fixtures.prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => dir)
-      when "loadscan" then env.merge!("BOOT_PRELUDE" => Bench::Fixtures.prelude("loadscan"), "LOADSCAN_CACHE_DIR" => dir)
+      dir = File.join(Bench::Fixtures.cache_dir(fx), "#{v.name}-#{state}")
+      reset = lambda do
+        FileUtils.rm_rf(dir)
+        FileUtils.mkdir_p(dir, mode: 0o700)
       end
-      FileUtils.rm_rf(dir)
-      FileUtils.mkdir_p(dir)
-      prepare = state == "cold" && v != "stock" ? -> { FileUtils.rm_rf(dir); FileUtils.mkdir_p(dir) } : nil
-      Bench::Variant.new(name: v, env: env, argv: fx[:argv], prepare: prepare)
+      reset.call
+      env = v.env.merge("BOOTSNAP_CACHE_DIR" => dir, "LOADSCAN_CACHE_DIR" => File.join(dir, "loadscan"))
+      Bench::Variant.new(name: v.name, env: env, argv: v.argv, chdir: v.chdir, prepare: state == "cold" ? reset : nil)
     end
   end
+
+  def stack(fx) = Bench::Fixtures.stack(Bench::RailsApp.variants(only: ["bootsnap"]).first.env, chdir: fx[:chdir])
 end
 ratio = ->(a, b) { b.zero? ? (a.zero? ? "0/0" : "∞") : format("%.2g", a.fdiv(b)) }
 out = +""
 json = {}
 opts[:fixtures] += ["rails"] if opts[:rails]
 opts[:fixtures].each do |name|
-  fx = name == "rails" ? RailsFixture.ensure : Bench::Fixtures.ensure(name)
+  rails = name == "rails"
+  fx = rails ? RailsFixture.ensure : Bench::Fixtures.ensure(name)
+  stack = rails ? RailsFixture.stack(fx) : Bench::Fixtures.stack(Bench::Fixtures.gem_env(fx))
+  warn "bench: #{name}: #{stack[:line]}"
   S.load_path(fx)
-  lv = (name == "rails" ? RailsFixture.variants(fx, "warm") : Bench::Boot.variants_for(fx, "warm")).find { |v| v.name == "loadscan" }
+  loadscan = rails ? "loadscan+compile_cache" : "loadscan"
+  lv = (rails ? RailsFixture.variants(fx, "warm") : Bench::Boot.variants_for(fx, "warm")).find { |v| v.name == loadscan }
   system(lv.env, *lv.argv, out: File::NULL, err: File::NULL, chdir: fx.fetch(:chdir, Dir.pwd))
   cf = S.record_c_features(fx, lv)
   warn "bench: #{name}: features required from C (strace -k): #{cf.to_a.sort.join(" ")}"
@@ -130,7 +131,7 @@ opts[:fixtures].each do |name|
   %w[warm cold].each do |state|
     next if state == "cold" && !opts[:cold]
 
-    vs = if name == "rails"
+    vs = if rails
            RailsFixture.variants(fx, state)
          else
            Bench::Boot.variants_for(fx, state).select { |v| %w[stock bootsnap loadscan].include?(v.name) }
@@ -152,12 +153,17 @@ opts[:fixtures].each do |name|
     [x[:variant], x[:state], "#{r[:before]["openat"]}/#{r[:before]["stat"]}"] + S::CAUSES.map { |c| "#{r[:counts][c]["openat"]}/#{r[:counts][c]["stat"]}" } +
       [r[:failed_openat].to_s, S.total(r, "openat", except: ["own"]).to_s, r[:failed_stat].to_s, S.total(r, "stat", except: ["own"]).to_s]
   end
-  out << "#{fx[:name]}: failed calls of one boot by cause (failed openat/failed stat-family; strace -f)\n"
+  out << "#{fx[:name]}: failed calls of one boot by cause (failed openat/failed stat-family; strace -f); " \
+         "#{stack[:line]}#{", Rails #{Fixtures::RailsApp::RAILS}, `bin/rails runner nil` in development" if rails}\n"
+  if rails
+    out << "  (bootsnap: Bootsnap as `rails new` wires it, load-path and compile cache; loadscan+compile_cache: " \
+           "the lines `loadscan install` writes, Bootsnap's load-path cache off)\n"
+  end
   out << Bench::Runner.table(%w[variant state before_prelude] + S::CAUSES + %w[openat openat−own stat stat−own], rows) << "\n"
   get = ->(v, s) { runs.find { |x| x[:variant] == v && x[:state] == s }&.dig(:result) }
   stock = get.("stock", "warm")
   %w[warm cold].each do |state|
-    ls = get.("loadscan", state) or next
+    ls = get.(loadscan, state) or next
     bs = get.("bootsnap", state)
     %w[openat stat].each do |kind|
       l = S.total(ls, kind, except: ["own"])
@@ -184,8 +190,7 @@ opts[:fixtures].each do |name|
     out << "  #{x[:variant]} #{x[:state]}, before the prelude (openat/stat) by cause: #{b.join(", ")}\n"
   end
   out << "\n"
-  json[name] = runs.map { |x| x.merge(result: x[:result]) }
+  json[name] = { stack: stack, runs: runs }
 end
-puts out
-puts "JSON: #{Bench::Runner.write_json("syscalls", { fixtures: json, table: out, at: Time.now.utc.to_s })}"
+Bench::Runner.publish("syscalls", out, { fixtures: json, table: out, at: Time.now.utc.to_s })
 puts "strace logs: #{File.join(Bench::OUT_DIR, "strace")}"

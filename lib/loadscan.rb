@@ -70,64 +70,38 @@ module Loadscan
       active? && BootGC.finish(:booted)
     end
 
-    # Whether Ruby 4.0's boxes are on (`RUBY_BOX=1`): each `Ruby::Box` then has a `$LOAD_PATH`
-    # and `$LOADED_FEATURES` of its own, and a `require` in one searches only its own, while
-    # loadscan follows one `$LOAD_PATH` for the whole process. A Ruby without `Ruby::Box` is
-    # asked through the variable (a preview that spells the API otherwise).
-    private def box_enabled?
-      defined?(Ruby::Box) && Ruby::Box.respond_to?(:enabled?) ? Ruby::Box.enabled? : ENV["RUBY_BOX"] == "1"
+    # Whether `require` currently goes through loadscan.
+    def active?
+      @active == true
     end
 
-    # Starts the index on `config`'s settings, which then are those in effect. An interrupt that
-    # comes while it waits for another thread to let go of the index (`Thread#raise`,
-    # `Interrupt`) is raised from here with both as they were.
-    private def start_index(config)
-      warning = Native.start($LOAD_PATH, **index_options(config), on_problems: method(:scan_problems),
-                                                                   on_defer: method(:left_to_ruby), on_rescan: method(:rescanned))
-      @config = config
-      Warnings.once(:cache, warning) if warning
-      Native.sync
-      instrument(:cache_load) do
-        s = Native.stats
-        { cache_dir: config.cache_dir, roots_from_cache: s[:roots_from_cache], roots_scanned: s[:roots_scanned],
-          ms: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms], warning: warning }
-      end
+    # Whether a plain `require` reaches loadscan right now (false before setup, or when
+    # something in front of it no longer calls the require it replaced: then loadscan has
+    # warned once).
+    def engaged?
+      active? && CoreExt.engaged?
     end
 
-    # GC deferred from now until the boot ends (unless `gc: false`), up to the objects the last
-    # boot of this program had allocated when its boot ended (its record beside the cache says).
-    private def start_boot_gc(config)
-      require_relative "loadscan/boot_gc"
-      mark = if config.gc && config.cache_dir
-               require_relative "loadscan/last_boot" # not through `require` (the autoload): not a require of the app's
-               LastBoot.gc_mark(config.cache_dir, BootGC.key)
-             end
-      BootGC.start(defer: config.gc, mark: mark)
+    # The file `require(feature)` would load according to the index, ignoring what is already
+    # loaded (compare `$LOAD_PATH.resolve_feature_path`): an absolute path, `:missing` when no
+    # entry has it, or `:unknown` when Ruby's own require has to decide.
+    def lookup(feature)
+      active? ? Native.lookup(feature) : :unknown
     end
 
-    # What the index is built from: settings that differ mean another index.
-    private def index_options(config)
-      { dlext: config.dlext, threads: config.threads, cache_dir: config.cache_dir, env_key: config.env_key, uid: Process.euid,
-        validate: config.validate, stable_dirs: config.stable_dirs, lazy: config.lazy, ignore_names: config.ignore_names,
-        ignore_paths: config.ignore_paths }
+    # Counters: `hits` (requires the index answered), `deferred` (left to Ruby's own
+    # require) and `left_to_ruby` (those by reason: `missing`, `not_feature` — absolute or
+    # `./` paths —, `not_string`, `loaded` under another spelling or being loaded, `blind_spot`,
+    # `unavailable`), `engaged` (see engaged?), entries scanned, features indexed, timings.
+    def stats
+      stats = active? ? Native.stats : nil
+      stats&.merge(engaged: CoreExt.engaged?, gc: BootGC.figures)
     end
 
-    # A later setup with settings: they apply (readonly: from now on, at exit too); an index
-    # built from other ones (another cache dir, a full listing) starts again. Not disabling:
-    # `enabled: false` changes nothing once require goes through loadscan.
-    private def reconfigure(options)
-      return true if options.empty?
-
-      config = Config.new(**options)
-      config.problems.each { |message| Warnings.once(message, message) }
-      return true unless config.enabled
-
-      # Not before the index started on them: an interrupted start leaves the old index and its
-      # settings in effect.
-      start_index(config) unless index_options(@config) == index_options(config)
-      @config = config
-      BootGC.finish(:off) unless config.gc
-      true
+    # Everything the scanner worked around, as `[kind, message]` pairs (`:loop`, `:unreadable`,
+    # `:dangling`, …): lookups below those paths go to Ruby's require.
+    def problems
+      active? ? Native.problems : []
     end
 
     # Writes the cache now if anything changed since it was read (loadscan also does this at
@@ -163,7 +137,69 @@ module Loadscan
       @instrumentation = hook
     end
 
-    private def save_cache
+    private
+
+    # Whether Ruby 4.0's boxes are on (`RUBY_BOX=1`): each `Ruby::Box` then has a `$LOAD_PATH`
+    # and `$LOADED_FEATURES` of its own, and a `require` in one searches only its own, while
+    # loadscan follows one `$LOAD_PATH` for the whole process. A Ruby without `Ruby::Box` is
+    # asked through the variable (a preview that spells the API otherwise).
+    def box_enabled?
+      defined?(Ruby::Box) && Ruby::Box.respond_to?(:enabled?) ? Ruby::Box.enabled? : ENV["RUBY_BOX"] == "1"
+    end
+
+    # Starts the index on `config`'s settings, which then are those in effect. An interrupt that
+    # comes while it waits for another thread to let go of the index (`Thread#raise`,
+    # `Interrupt`) is raised from here with both as they were.
+    def start_index(config)
+      warning = Native.start($LOAD_PATH, **index_options(config), on_problems: method(:scan_problems),
+                                                                   on_defer: method(:left_to_ruby), on_rescan: method(:rescanned))
+      @config = config
+      Warnings.once(:cache, warning) if warning
+      Native.sync
+      instrument(:cache_load) do
+        s = Native.stats
+        { cache_dir: config.cache_dir, roots_from_cache: s[:roots_from_cache], roots_scanned: s[:roots_scanned],
+          ms: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms], warning: warning }
+      end
+    end
+
+    # GC deferred from now until the boot ends (unless `gc: false`), up to the objects the last
+    # boot of this program had allocated when its boot ended (its record beside the cache says).
+    def start_boot_gc(config)
+      require_relative "loadscan/boot_gc"
+      mark = if config.gc && config.cache_dir
+               require_relative "loadscan/last_boot" # not through `require` (the autoload): not a require of the app's
+               LastBoot.gc_mark(config.cache_dir, BootGC.key)
+             end
+      BootGC.start(defer: config.gc, mark: mark)
+    end
+
+    # What the index is built from: settings that differ mean another index.
+    def index_options(config)
+      { dlext: config.dlext, threads: config.threads, cache_dir: config.cache_dir, env_key: config.env_key, uid: Process.euid,
+        validate: config.validate, stable_dirs: config.stable_dirs, lazy: config.lazy, ignore_names: config.ignore_names,
+        ignore_paths: config.ignore_paths }
+    end
+
+    # A later setup with settings: they apply (readonly: from now on, at exit too); an index
+    # built from other ones (another cache dir, a full listing) starts again. Not disabling:
+    # `enabled: false` changes nothing once require goes through loadscan.
+    def reconfigure(options)
+      return true if options.empty?
+
+      config = Config.new(**options)
+      config.problems.each { |message| Warnings.once(message, message) }
+      return true unless config.enabled
+
+      # Not before the index started on them: an interrupted start leaves the old index and its
+      # settings in effect.
+      start_index(config) unless index_options(@config) == index_options(config)
+      @config = config
+      BootGC.finish(:off) unless config.gc
+      true
+    end
+
+    def save_cache
       return :skipped unless active? && @config.cache_dir && !@config.readonly
 
       result = Native.save
@@ -175,20 +211,20 @@ module Loadscan
 
     # New scan problems, warned in the middle of a require: a `Warning.warn` of the app's that
     # raises is not the require's failure.
-    private def scan_problems(problems)
+    def scan_problems(problems)
       Warnings.guarded(:scan_warning, "the scan warning") { Warnings.scan_problems(problems) }
     end
 
     # A require the index left to Ruby's own: only for `Loadscan.instrumentation`. Not published
     # through ActiveSupport::Notifications, whose first use loads files of its own in the middle
     # of the app's require (the app's $LOADED_FEATURES would no longer be stock's).
-    private def left_to_ruby(feature, reason)
+    def left_to_ruby(feature, reason)
       Instrumentation.publish(@instrumentation, :require_left_to_ruby, { feature: feature, reason: reason }, notify: false) if @instrumentation
     end
 
     # Entries a `$LOAD_PATH` change made during the boot had listed (the first scan is
     # :cache_load's): for `Loadscan.instrumentation` only, as `left_to_ruby`.
-    private def rescanned(roots_scanned, roots_refreshed, ms)
+    def rescanned(roots_scanned, roots_refreshed, ms)
       return unless @instrumentation
 
       Instrumentation.publish(@instrumentation, :rescan,
@@ -196,47 +232,13 @@ module Loadscan
     end
 
     # Publishes an event, building its payload only when someone listens.
-    private def instrument(event)
+    def instrument(event)
       return unless @instrumentation || defined?(ActiveSupport::Notifications)
 
       Instrumentation.publish(@instrumentation, event, yield)
     end
 
-    # Whether `require` currently goes through loadscan.
-    def active?
-      @active == true
-    end
-
-    # The file `require(feature)` would load according to the index, ignoring what is already
-    # loaded (compare `$LOAD_PATH.resolve_feature_path`): an absolute path, `:missing` when no
-    # entry has it, or `:unknown` when Ruby's own require has to decide.
-    def lookup(feature)
-      active? ? Native.lookup(feature) : :unknown
-    end
-
-    # Whether a plain `require` reaches loadscan right now (false before setup, or when
-    # something in front of it no longer calls the require it replaced: then loadscan has
-    # warned once).
-    def engaged?
-      active? && CoreExt.engaged?
-    end
-
-    # Counters: `hits` (requires the index answered), `deferred` (left to Ruby's own
-    # require) and `left_to_ruby` (those by reason: `missing`, `not_feature` — absolute or
-    # `./` paths —, `not_string`, `loaded` under another spelling or being loaded, `blind_spot`,
-    # `unavailable`), `engaged` (see engaged?), entries scanned, features indexed, timings.
-    def stats
-      stats = active? ? Native.stats : nil
-      stats&.merge(engaged: CoreExt.engaged?, gc: BootGC.figures)
-    end
-
-    # Everything the scanner worked around, as `[kind, message]` pairs (`:loop`, `:unreadable`,
-    # `:dangling`, …): lookups below those paths go to Ruby's require.
-    def problems
-      active? ? Native.problems : []
-    end
-
-    private def install_at_exit_save
+    def install_at_exit_save
       return if @at_exit_installed
 
       @at_exit_installed = true
@@ -249,35 +251,34 @@ module Loadscan
         next if @cleared
 
         saved = save
-        record_last_boot(saved)
-        Kernel.warn(summary(saved), uplevel: nil) if @config.stats
+        fields = boot_fields(saved)
+        record_last_boot(saved, fields)
+        Kernel.warn(stats_line(fields), uplevel: nil) if @config.stats
       end
+    end
+
+    # What this boot adds to its figures in its record: when, which program, which Ruby, what
+    # the cache did, whether `require` reached loadscan at exit, and its GC.
+    def boot_fields(saved)
+      { at: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), pid: Process.pid, program: $PROGRAM_NAME.to_s,
+        ruby: RUBY_VERSION, cache: saved.to_s, engaged: CoreExt.engaged?, gc: BootGC.figures }
     end
 
     # Keeps this boot's figures beside the cache (`loadscan stats`, `doctor`; read back by
     # Loadscan::LastBoot), where the cache could be used: never in a read-only or untrusted cache
     # dir. The record is written by the extension, as the cache is (Native.record_last_boot).
-    private def record_last_boot(saved)
+    def record_last_boot(saved, fields)
       return unless %i[written clean].include?(saved)
 
-      fields = { at: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), pid: Process.pid, program: $PROGRAM_NAME.to_s,
-                 ruby: RUBY_VERSION, cache: saved.to_s, engaged: CoreExt.engaged?, gc: BootGC.figures }
       why = Native.record_last_boot(fields)
       Warnings.once(:last_boot, why) if why
     end
 
-    # The LOADSCAN_STATS=1 line: what the index answered, what it left to Ruby and why, where
-    # the entries came from, and what happened to the cache.
-    private def summary(saved)
-      s = Native.stats or return "loadscan: stopped"
-      left = s[:left_to_ruby].select { |_, n| n.positive? }.map { |why, n| "#{n} #{why}" }
-      format("loadscan: %<hits>d requires answered from the index, %<misses>d misses, %<deferred>d left to Ruby%<why>s; " \
-             "%<entries>d entries (%<cached>d from the cache, %<scanned>d listed, %<lazy>d dirs listed on demand); " \
-             "cache %<saved>s; setup %<setup>.1f ms; %<gc>s",
-             hits: s[:hits], misses: s[:misses], deferred: s[:deferred], why: left.empty? ? "" : " (#{left.join(", ")})",
-             entries: s[:load_path_entries], cached: s[:roots_from_cache], scanned: s[:roots_scanned] + s[:roots_refreshed],
-             lazy: s[:dirs_listed_lazily], saved: saved, setup: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms],
-             gc: LastBoot.describe_gc(BootGC.figures))
+    # The LOADSCAN_STATS=1 line: this boot's figures, as `loadscan stats` shows the last boot's.
+    def stats_line(fields)
+      stats = Native.stats or return "loadscan: stopped"
+      record = fields.merge(stats).transform_keys(&:to_s)
+      "loadscan: #{LastBoot.describe(record, who: false)}; #{LastBoot.describe_gc(fields[:gc])}"
     end
   end
 end

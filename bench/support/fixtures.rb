@@ -83,6 +83,12 @@ module Bench
       system(RUBY, File.join(ROOT, "fixtures", "debian_tree.rb"), "--check", out: File::NULL, err: File::NULL)
     end
 
+    # Whether the realistic tree boots here: its packages are installed, and this is the Ruby they
+    # are Debian's packages for (another Ruby's stock boot of it fails).
+    def debian_bootable?
+      RbConfig::CONFIG["prefix"] == "/usr" && debian_available?
+    end
+
     def recorded_map(name) = File.join(OUT_DIR, "recorded", RUBY_TAG, "#{name}.marshal")
 
     # Where a fixture's variants keep their caches.
@@ -103,6 +109,26 @@ module Bench
     # The environment of a boot with Bootsnap's load-path cache in `dir` (its setup arguments are
     # in bench/preludes/bootsnap.rb, the one place they are written).
     def bootsnap_env(dir) = { "BOOT_PRELUDE" => prelude("bootsnap"), "BENCH_BOOTSNAP_DIR" => dir }
+
+    # What a benchmark measured, for its output and JSON: this Ruby, and the Bootsnap that a
+    # process with `env` loads (through `bundler/setup` when env names a Gemfile, as the boots do):
+    #   {ruby: "3.4.5", rubygems: "3.6.9", bootsnap: "1.24.6", bootsnap_dir: ".../bootsnap-1.24.6/lib",
+    #    line: "Ruby 3.4.5 (RubyGems 3.6.9), Bootsnap 1.24.6"}
+    # Bootsnap is the Rails 8.1 gem set's (bin/setup-rails-gems) on the Rubies in /opt/rubies and
+    # Debian's ruby-bootsnap 1.13 on Debian's Ruby 3.1, the older stack: the line says so.
+    def stack(env = {}, chdir: nil)
+      code = 'require "bootsnap/version"; print Bootsnap::VERSION, "\n", ' \
+             '$LOADED_FEATURES.grep(%r{/bootsnap/version\.rb\z}).first.to_s.delete_suffix("/bootsnap/version.rb")'
+      argv = [RUBY, *("-rbundler/setup" if env["BUNDLE_GEMFILE"]), "-e", code]
+      out = IO.popen(env, argv, err: File::NULL, **(chdir ? { chdir: chdir } : {}), &:read)
+      version, dir = $?.success? ? out.split("\n") : [nil, nil]
+      bootsnap = if version.nil? then "no Bootsnap"
+                 elsif dir.start_with?("/usr/") then "Debian's Bootsnap #{version} (ruby-bootsnap: the older stack)"
+                 else "Bootsnap #{version}"
+                 end
+      { ruby: RUBY_VERSION, rubygems: Gem::VERSION, bootsnap: version, bootsnap_dir: dir,
+        line: "Ruby #{RUBY_VERSION} (RubyGems #{Gem::VERSION}), #{bootsnap}" }
+    end
 
     # The fixture's gems are installed gems: on GEM_PATH, so Bootsnap and loadscan both treat
     # them as stable (one check per entry, not per directory). A Bundler fixture boots with the

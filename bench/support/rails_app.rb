@@ -58,7 +58,9 @@ module Bench
 
     # The generated config/boot.rb with loadscan's lines as `loadscan install` writes them (after
     # Bundler's; loadscan from this checkout, or BENCH_LOADSCAN_LIB, by absolute path: the app's
-    # Gemfile does not name it), when BENCH_LOADSCAN=1, and the report hook first; and in
+    # Gemfile does not name it), when BENCH_LOADSCAN=1, and the report hook first; between them,
+    # BOOT_PRELUDE when set, as the fixtures' boot.rb loads it (bench/syscalls.rb loads the empty
+    # stock prelude there: what fails before it, no cache set up after Bundler could answer); and in
     # config/application.rb, after `Bundler.require`, loadscan's railtie, which the Gemfile line
     # `loadscan install` adds (`require: "loadscan/railtie"`) would load there: it ends the boot
     # (GC deferred until then) at after_initialize.
@@ -71,6 +73,7 @@ module Bench
         ENV["BUNDLE_GEMFILE"] ||= File.expand_path("../Gemfile", __dir__)
 
         require "bundler/setup" # Set up gems listed in the Gemfile.
+        load ENV["BOOT_PRELUDE"] if ENV["BOOT_PRELUDE"] && !ENV["BOOT_PRELUDE"].empty?
         if ENV["BENCH_LOADSCAN"] == "1"
           require #{File.join(lib, "loadscan", "setup").inspect}
           ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache

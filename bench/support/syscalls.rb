@@ -18,7 +18,8 @@ module Bench
   #    no load-path cache set up in the prelude can answer those. Counted in the totals, and
   #    broken down by the causes below separately.
   # 1. own: the variant's own work, none of it a `require` — its cache dir (LOADSCAN_CACHE_DIR,
-  #    BENCH_BOOTSNAP_DIR), a load-path entry itself or one of its ancestors (a cache checking that
+  #    BENCH_BOOTSNAP_DIR, or the Rails app's BOOTSNAP_CACHE_DIR, which holds Bootsnap's compile
+  #    cache too), a load-path entry itself or one of its ancestors (a cache checking that
   #    an entry still is what it listed), an O_DIRECTORY open under an entry (listing). Stock has
   #    none; a cold boot's listing is here, so "cold, apart from the listing" = total − own.
   # 2. a path under an entry E that is E/F.rb or E/F.so (also .o, .bundle) is a probe for the
@@ -71,12 +72,14 @@ module Bench
     # Features some C code requires (an extension's Init_ calling rb_require, Ruby's encoding
     # loader), found from stack traces: one boot of `variant` under `strace -f -k -Z` (failed calls
     # only, each with its C stack). A failed probe E/F.rb|.so is C-level when, going up its stack,
-    # the first of rb_require_string/rb_enc_find_index is rb_enc_find_index (an encoding load), or
-    # rb_require_string called (directly or through rb_require) from a shared object other than
-    # libruby and loadscan's own (an extension's Init_). Kernel#require, whoever decorates it,
-    # reaches rb_require_string from libruby (rb_f_require, rb_protect). The set is a property of
-    # Ruby and the extensions, not of the variant: it is recorded once per fixture and applied to
-    # every variant (a stack trace per failed call of a stock boot would take minutes).
+    # the first of rb_require_string/rb_require/rb_enc_find_index is rb_enc_find_index (an
+    # encoding load), or the first rb_require_string/rb_require (Ruby 3.1: rb_require calls
+    # rb_require_string; 3.4: rb_require calls require_internal itself) is called from a shared
+    # object other than libruby and loadscan's own (an extension's Init_), or from libruby's
+    # dln_load (an Init_ whose last call is rb_require, compiled as a jump). Kernel#require, whoever
+    # decorates it, reaches rb_require_string from libruby (rb_f_require, rb_protect). The set is a
+    # property of Ruby and the extensions, not of the variant: it is recorded once per fixture and
+    # applied to every variant (a stack trace per failed call of a stock boot would take minutes).
     def record_c_features(fx, variant)
       log = File.join(OUT_DIR, "strace", "#{fx[:name]}-#{variant.name}-stacks.strace")
       FileUtils.mkdir_p(File.dirname(log))
@@ -92,14 +95,15 @@ module Bench
         rel = path.delete_prefix("#{entry}/")
         next unless EXTS.include?(File.extname(rel))
 
-        i = frames.index { |f| f.match?(/\((rb_require_string|rb_enc_find_index)\+/) } or next
+        i = frames.index { |f| f.match?(/\((rb_require_string|rb_require|rb_enc_find_index)\+/) } or next
         c_level = if frames[i].include?("(rb_enc_find_index+")
                     true
                   else
                     j = i + 1
-                    j += 1 while frames[j]&.include?("(rb_require+")
+                    j += 1 while frames[j]&.match?(/\((rb_require_string|rb_require)\+/)
                     caller = frames[j].to_s
-                    !caller.empty? && !caller.match?(%r{/libruby[^/]*\.so|/loadscan\.so})
+                    # dln_load: an Init_ that ends with `return rb_require(…)` leaves no frame of its own
+                    !caller.empty? && (caller.include?("(dln_load+") || !caller.match?(%r{/libruby[^/]*\.so|/loadscan\.so}))
                   end
         found << rel.delete_suffix(File.extname(rel)) if c_level
       end
@@ -133,7 +137,7 @@ module Bench
       raise "strace of #{variant.name} failed: #{variant.argv.join(" ")}" unless ok
 
       prelude = env["BOOT_PRELUDE"]
-      own = [env["LOADSCAN_CACHE_DIR"], env["BENCH_BOOTSNAP_DIR"]].compact.reject(&:empty?)
+      own = [env["LOADSCAN_CACHE_DIR"], env["BENCH_BOOTSNAP_DIR"], env["BOOTSNAP_CACHE_DIR"]].compact.reject(&:empty?)
       gem_path = env.fetch("GEM_PATH", ENV["GEM_PATH"]).to_s.split(File::PATH_SEPARATOR) | Gem.path
       classify(log, entries: load_path(fx), own_dirs: own, gem_path: gem_path, prelude: prelude,
                c_features: (@c_features ||= {})[fx[:root]] || Set.new)

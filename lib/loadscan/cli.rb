@@ -18,7 +18,7 @@ module Loadscan
       "verify" => "check every feature the cache answers against Ruby's own search (exit 1 on a difference)",
       "stats" => "the figures of the app's last boot (requires answered, left to Ruby and why, cache use)",
       "problems" => "paths the scanner leaves to Ruby (loops, unreadable dirs, …)",
-      "clear" => "delete the cache file",
+      "clear" => "delete the cache file and the last boot's figures (the next boot starts cold)",
       "install" => "set this app up: Gemfile, config/boot.rb (Bootsnap keeps its compile cache only), Dockerfile; shows the diff",
     }.freeze
 
@@ -94,15 +94,15 @@ module Loadscan
     end
 
     # Sets the app's load path up (Bundler, when the app has a Gemfile, then -I dirs) and starts
-    # loadscan on it, never writing the cache unless `write`. Returns why it could not start.
+    # loadscan on it, never writing the cache unless `write`; a Usage error says why it could not.
     def start(write: false, lazy: nil)
       bundler_setup
       @dirs.reverse_each { |d| $LOAD_PATH.unshift(d) }
       @setup = @options.merge(readonly: !write)
       @setup[:lazy] = lazy unless lazy.nil?
-      return nil if Loadscan.setup(**@setup)
+      return if Loadscan.setup(**@setup)
 
-      Native.available? ? "loadscan is disabled (LOADSCAN_DISABLE)" : "the extension did not load: #{Native.load_error.message}"
+      raise Usage, Native.available? ? "loadscan is disabled (LOADSCAN_DISABLE)" : "the extension did not load: #{Native.load_error.message}"
     end
 
     def bundler_setup
@@ -141,10 +141,7 @@ module Loadscan
     def show(answer) = answer.is_a?(Symbol) ? answer.to_s : answer
 
     def cmd_lookup(features)
-      if (why = start)
-        raise Usage, why
-      end
-
+      start
       rows = features.map do |feature|
         ours, ruby = answers(feature)
         { "feature" => feature, "loadscan" => show(ours), "ruby" => ruby, "agree" => ours == :unknown || ours == (ruby || :missing) }
@@ -154,10 +151,7 @@ module Loadscan
     end
 
     def cmd_explain(features)
-      if (why = start)
-        raise Usage, why
-      end
-
+      start
       rows = features.map { |feature| explain(feature) }
       emit(rows) { |shown| explain_text(shown) }
       0
@@ -200,10 +194,7 @@ module Loadscan
     end
 
     def cmd_build(_args)
-      if (why = start(write: true, lazy: false))
-        raise Usage, why
-      end
-
+      start(write: true, lazy: false)
       settle
       result = Loadscan.save
       # Read-only from here: the exit writes neither the cache again nor a last boot's record
@@ -228,10 +219,7 @@ module Loadscan
     end
 
     def cmd_verify(_args)
-      if (why = start)
-        raise Usage, why
-      end
-
+      start
       stems = Native.stems
       wrong = stems.filter_map do |stem|
         ours, ruby = answers(stem)
@@ -264,10 +252,7 @@ module Loadscan
     end
 
     def cmd_problems(_args)
-      if (why = start)
-        raise Usage, why
-      end
-
+      start
       problems = Loadscan.problems
       emit(problems.map { |kind, message| { "kind" => kind.to_s, "message" => message } }) do |rows|
         rows.map { |r| "#{r["kind"]}\t#{r["message"]}" }

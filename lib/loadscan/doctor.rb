@@ -54,6 +54,9 @@ module Loadscan
     RUBY
 
     def initialize(cli_dirs: [], options: {}, env: ENV, timeout: CLI::DOCTOR_TIMEOUT)
+      # The app's boot runs in the app's directory, found as the boot and the other commands
+      # find it (Loadscan::App: the nearest one upward with a Gemfile or config/boot.rb).
+      @app = App.nearest || Dir.pwd
       @dirs = cli_dirs
       @options = options
       @env = env
@@ -120,8 +123,8 @@ module Loadscan
 
     # What the probe boots (as it decides in the child).
     def boot_file
-      if File.file?("config/boot.rb") then "config/boot.rb"
-      elsif @env["BUNDLE_GEMFILE"] || File.file?("Gemfile") then "bundler/setup"
+      if File.file?(File.join(@app, "config/boot.rb")) then "config/boot.rb"
+      elsif @env["BUNDLE_GEMFILE"] || File.file?(File.join(@app, "Gemfile")) then "bundler/setup"
       end
     end
 
@@ -130,7 +133,7 @@ module Loadscan
     # and whatever it left running, which may hold stderr open for its whole life.
     def run_boot(env, *cmd)
       reader, writer = IO.pipe
-      pid = Process.spawn(env, *cmd, in: File::NULL, out: File::NULL, err: writer, pgroup: true)
+      pid = Process.spawn(env, *cmd, in: File::NULL, out: File::NULL, err: writer, pgroup: true, chdir: @app)
       writer.close
       err = String.new
       draining = Thread.new { drain(reader, err) }

@@ -8,6 +8,13 @@ module Loadscan
   # another Ruby is never loaded: it links that Ruby's libruby. Without RbConfig
   # (`--disable-gems`, not loaded for us), DLEXT is what Ruby's configure gives the platform.
   module Native
+    # What lib/ uses of the library. A build that lacks any of it is one of another loadscan (a
+    # checkout pulled without `rake compile`) and is not used: loadscan stays off with one
+    # warning. (native_test checks these lists against what the extension defines.)
+    FUNCTIONS = %i[start stop save relist_racy record_last_boot read_last_boot clear_cache lookup sync problems stats
+                   probes explain stems stable_hash hold_for_fork release_after_fork].freeze
+    CONSTANTS = %i[Decorator PROBE CACHE_FILES VALIDATIONS PROBLEM_KINDS QUIET_PROBLEM_KINDS].freeze
+
     dlext = defined?(RbConfig) ? RbConfig::CONFIG["DLEXT"] : (RUBY_PLATFORM.include?("darwin") ? "bundle" : "so")
     dir = File.join(__dir__, RUBY_VERSION[/\A\d+\.\d+/])
     path = File.join(dir, "loadscan.#{dlext}")
@@ -22,6 +29,13 @@ module Loadscan
                          "with this Ruby; a precompiled gem: install the source gem, `gem install loadscan --platform ruby`)"
       end
       require path
+      lacks = FUNCTIONS.reject { |f| respond_to?(f) }.map { |f| "Native.#{f}" } +
+              CONSTANTS.reject { |c| const_defined?(c, false) }.map { |c| "Native::#{c}" }
+      unless lacks.empty?
+        raise LoadError, "#{path} is a build of another version of loadscan (it lacks #{lacks.first(3).join(", ")}" \
+                         "#{lacks.size > 3 ? ", …" : ""}): rebuild it (`rake compile` with this Ruby in a checkout, " \
+                         "`gem pristine loadscan` for an installed gem)"
+      end
       @load_error = nil
     rescue LoadError => e
       @load_error = e

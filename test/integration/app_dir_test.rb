@@ -89,4 +89,19 @@ class AppDirTest < Minitest::Test
       assert_empty Dir.glob("#{dir}/home/**/*"), "nothing in the user's cache dir"
     end
   end
+
+  # doctor, run below the app's root (in its lib/), boots the app as the other commands find it:
+  # its config/boot.rb, in its directory, with its cache.
+  def test_doctor_below_the_apps_root_boots_the_app
+    with_files([["home/.keep", ""]]) do |dir|
+      app = make_app(dir, "app", gemfile: true)
+      boot(dir, app)
+      out, err, status = cli(dir, File.join(app, "lib"), "--json", "doctor")
+      assert_equal [0, ""], [status, err], out
+      report = JSON.parse(out)
+      assert_equal ["config/boot.rb", true, true], report.values_at("boot", "set_up_by_boot", "engaged"), out
+      assert_equal File.join(app, "tmp", "cache", "loadscan"), report.dig("settings", "cache_dir")
+      assert_equal File.join(app, "config", "boot.rb"), report.dig("last_boot", "program")
+    end
+  end
 end

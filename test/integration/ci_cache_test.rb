@@ -145,9 +145,8 @@ class CICacheTest < Minitest::Test
   # cache. Checked by mtime, the app's dirs (new inodes and mtimes) are listed again; by
   # listing (CI=true turns it on: LOADSCAN_VALIDATE=listing, config_test), none is, and every
   # require of the app's is answered from the cache. A miss is sure only where every
-  # directory it would be in is unchanged since listed, by mtime: in the app's new dirs it is
-  # not, so by listing the boot's misses (thread, fiber, activesupport: features no entry has)
-  # go to Ruby's search, which finds nothing either.
+  # directory it would be in is the one listed: by listing, when its names are the same (the
+  # app's new dirs are), so no miss of the boot's goes to Ruby's search either.
   def test_a_cache_from_the_same_checkout_path_serves_every_root_by_listing
     path = File.join(@tmp, "work", "app")
     job1 = boot(checkout(path))
@@ -167,6 +166,8 @@ class CICacheTest < Minitest::Test
     assert_equal job1[:load_path_entries], listed[:roots_from_cache], "every root from the cache"
     assert_equal 0, listed[:roots_scanned] + listed[:roots_refreshed]
     assert_equal answered(job1), answered(listed)
+    assert_equal [job1[:misses] + job1[:left_to_ruby][:missing], 0], [listed[:misses], listed[:left_to_ruby][:missing]],
+                 "every miss sure, from job 1's records"
     # The cache keeps job 1's records of the app's dirs: a boot by mtime lists them again (and
     # writes them), after which a boot by either is warm.
     again = boot(path)

@@ -127,7 +127,8 @@ class CLIGoldenTest < Minitest::Test
         .gsub(/Ruby \d\.\d\.\d+|"ruby": "\d\.\d\.\d+"/) { |m| m.sub(/\d\.\d\.\d+/, "<V>") }
         .gsub(/\(\d+ bytes, owner (\w+), mode (\d+), \d+ s old\)/, '(<N> bytes, owner \1, mode \2, <N> s old)')
         .gsub(/threads=\d+/, "threads=<N>")
-        .gsub(/\b\d+ (entries|features|from the cache)/, '<N> \1')
+        .gsub(/setup \d+\.\d ms/, "setup <N> ms")
+        .gsub(/\b\d+ (entries|features|from the cache|listed|dirs listed on demand)/, '<N> \1')
         .gsub(/(Kernel#require: |"require": ")[^)"]*/, '\1<WHERE>')
         .gsub(/\.#{RbConfig::CONFIG["DLEXT"]}\b/, ".<DLEXT>")
         .gsub(/^(last boot's )?GC in the boot: .*$/) { |line| line.gsub(/\d+/, "<N>") }

@@ -42,6 +42,36 @@ class NativeTest < Minitest::Test
     end
   end
 
+  # A build of another loadscan (a checkout pulled without `rake compile`): here a real library
+  # named loadscan.so whose Init_loadscan defines nothing. It is not used: one warning that says
+  # to rebuild, Ruby's own require, the same features as stock.
+  def test_a_build_of_another_loadscan_degrades_to_rubys_require_with_one_warning
+    Dir.mktmpdir do |tmp|
+      FileUtils.cp_r(Loadscan::TestSupport::LIB, tmp)
+      built = Dir.glob("#{tmp}/lib/loadscan/*/loadscan.#{RbConfig::CONFIG["DLEXT"]}")
+      refute_empty built
+      built.each { |f| FileUtils.cp(Fixtures::CExt.build(Loadscan::TestSupport::NativeExt::CACHE, ["loadscan"]), f) }
+      code = "require #{"#{tmp}/lib/loadscan/setup".inspect}; report([Loadscan.active?, require('set'), $LOADED_FEATURES.grep(%r{/set\.rb\z})])"
+      run = run_ruby(code)
+      assert run.success?, run.stderr
+      stock = run_ruby("report([false, require('set'), $LOADED_FEATURES.grep(%r{/set\.rb\z})])")
+      assert_equal stock.report, run.report
+      assert_equal 1, run.stderr.lines.size, run.stderr
+      assert_match(/\Aloadscan: native extension could not be loaded \(.*loadscan\.so is a build of another version of loadscan \(it lacks Native\.start, Native\.stop, Native\.save, …\): rebuild it/, run.stderr)
+    end
+  end
+
+  # What lib/ names as the library's interface is exactly what the extension defines: a function
+  # or constant added to one and not the other fails here, not in a stale checkout.
+  def test_the_interface_lib_checks_is_what_the_extension_defines
+    code = "require #{File.join(Loadscan::TestSupport::LIB, "loadscan").inspect}; n = Loadscan::Native; " \
+           "report([n::FUNCTIONS.sort, n.singleton_methods(false).sort - %i[available? load_error not_built], " \
+           "n::CONSTANTS.sort, n.constants(false).sort - %i[FUNCTIONS CONSTANTS]])"
+    functions, defined, constants, defined_constants = run_ruby(code).report
+    assert_equal defined, functions
+    assert_equal defined_constants, constants
+  end
+
   # The build installs loadscan.<DLEXT> (`rake compile`, extconf.rb): `.bundle` on macOS. Here
   # (Linux) a Ruby that says its DLEXT is `bundle` looks for that name, not for the `.so` beside.
   def test_the_extension_is_looked_up_by_this_rubys_dlext

@@ -64,7 +64,8 @@ pub mod internals {
     };
     pub use crate::store::{
         bound_dead_roots, encode, Bytes, CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind, Opened,
-        RootRecord, Snapshot, CACHE_FILE, DEAD_ROOTS_MIN, FORMAT_VERSION, LAST_BOOT_FILE, MAX_FILE_LEN, RACY_NS,
+        RootRecord, Snapshot, CACHE_FILE, DEAD_ROOTS_MIN, FORMAT_VERSION, LAST_BOOT_FILE, MAX_FILE_LEN,
+        MAX_LAST_BOOT_LEN, RACY_NS,
     };
 }
 

@@ -4,7 +4,10 @@
 mod common;
 
 use common::{cold, euid, is_root, load, policy, write_atomic, TempTree, ENV};
-use loadscan_core::internals::{CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind};
+use loadscan_core::internals::{
+    CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind, LAST_BOOT_FILE, MAX_LAST_BOOT_LEN,
+};
+use loadscan_core::CacheFile;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
@@ -49,11 +52,11 @@ fn files_are_trusted_only_when_owned_by_us_or_root_and_not_shared() {
         format!("outdated cache (written by another Ruby or loadscan version): {}", path.display())
     );
     assert!(matches!(failure(load(&dir.join("none"), ENV, uid)), Some(LoadErrorKind::Missing)));
-    assert!(matches!(failure(load(&dir, ENV, uid)), Some(LoadErrorKind::NotAFile)));
+    assert!(matches!(failure(load(&dir, ENV, uid)), Some(LoadErrorKind::NotAFile("directory"))));
     std::os::unix::fs::symlink(&path, dir.join("link")).unwrap();
-    assert!(matches!(failure(load(&dir.join("link"), ENV, uid)), Some(LoadErrorKind::NotAFile)));
+    assert!(matches!(failure(load(&dir.join("link"), ENV, uid)), Some(LoadErrorKind::NotAFile("symlink"))));
     t.fifo("cache/fifo");
-    assert!(matches!(failure(load(&t.path("cache/fifo"), ENV, uid)), Some(LoadErrorKind::NotAFile)));
+    assert!(matches!(failure(load(&t.path("cache/fifo"), ENV, uid)), Some(LoadErrorKind::NotAFile("fifo"))));
 }
 
 // ---- The cache directory: planted symlinks, shared and foreign directories ----
@@ -184,7 +187,7 @@ fn a_cache_dir_is_created_with_safe_modes_and_only_loadscan_files_are_replaced()
     std::fs::remove_file(t.path("a/b/cache/loadscan.cache")).unwrap();
     std::os::unix::fs::symlink(t.path("elsewhere"), t.path("a/b/cache/loadscan.cache")).unwrap();
     assert!(!dir.replaceable("loadscan.cache").unwrap());
-    assert!(matches!(failure(dir.load("loadscan.cache", ENV)), Some(LoadErrorKind::NotAFile)));
+    assert!(matches!(failure(dir.load("loadscan.cache", ENV)), Some(LoadErrorKind::NotAFile("symlink"))));
     assert!(dir.write_atomic("loadscan.cache", &bytes).is_err());
     assert!(!t.path("elsewhere").exists());
     // Nothing left behind by the refused writes.
@@ -276,4 +279,35 @@ fn a_group_writable_dir_is_trusted_only_when_its_group_is_the_users_private_grou
     // Others may write: refused whatever the group.
     chmod(&t.path("app/tmp"), 0o777);
     assert!(refused(CacheDir::open(&t.path("app/tmp/cache"), mate)).contains("writable by others"));
+}
+
+/// The last boot's record is read back with the cache's checks: each hostile file is one line
+/// naming the file and why, never a read that blocks, follows a link or takes unbounded memory.
+#[test]
+fn the_last_boots_record_is_read_only_when_the_cache_would_be() {
+    let t = TempTree::new("last-boot");
+    t.dir("cache");
+    let cache = CacheFile { dir: t.path("cache"), env: ENV.to_vec(), uid: euid() };
+    let path = t.path("cache").join(LAST_BOOT_FILE);
+    let refusal = |why: &str| Err(format!("{} is not used: {why}", path.display()));
+    assert_eq!(cache.read_last_boot(), Ok(None));
+    cache.record_last_boot(b"{\"hits\":1}").unwrap();
+    assert_eq!(cache.read_last_boot(), Ok(Some(b"{\"hits\":1}".to_vec())));
+    chmod(&path, 0o666);
+    assert_eq!(cache.read_last_boot(), refusal("writable by group or others (mode 666)"));
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, vec![b' '; MAX_LAST_BOOT_LEN as usize + 1]).unwrap();
+    chmod(&path, 0o644);
+    assert_eq!(cache.read_last_boot(), refusal(&format!("larger than {MAX_LAST_BOOT_LEN} bytes")));
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+    assert_eq!(cache.read_last_boot(), refusal("it is a symlink"));
+    std::fs::remove_file(&path).unwrap();
+    t.fifo(&format!("cache/{LAST_BOOT_FILE}"));
+    assert_eq!(cache.read_last_boot(), refusal("not a regular file (fifo)"));
+    // The directory's own checks come first.
+    chmod(&t.path("cache"), 0o777);
+    let Err(why) = cache.read_last_boot() else { panic!("read from a directory anyone may write") };
+    assert!(why.ends_with("cache is writable by others (mode 777)"), "{why}");
+    assert!(why.starts_with(&format!("{} is not used: ", path.display())), "{why}");
 }

@@ -12,7 +12,7 @@ use common::{euid, is_root, LoadPath, TempTree, ENV};
 use loadscan_core::internals::{CACHE_FILE, LAST_BOOT_FILE};
 use loadscan_core::{
     Answer, CacheFile, Counters, FoundFile, InPlace, Json, Kind, Polled, ProblemKind, Reason, Resolved, Saved, Session,
-    Settings, Want,
+    Settings, Validation, Want,
 };
 
 fn settings(cache: Option<CacheFile>) -> Settings {
@@ -150,6 +150,7 @@ fn a_boot_follows_load_path_saves_and_records_its_figures_and_the_next_one_start
     let recorded = std::fs::read_to_string(t.path("cache").join(LAST_BOOT_FILE)).unwrap();
     assert!(recorded.starts_with("{\"program\":\"t\",") && recorded.contains("\"hits\":1,"), "{recorded}");
     assert!(recorded.contains("\"load_path_entries\":2,"), "{recorded}");
+    assert_eq!(cache_in(&t).read_last_boot(), Ok(Some(recorded.into_bytes())), "read back as written");
     // The next boot starts from the cache: nothing listed again, the same answers.
     let (mut warm, _) = started(&[t.path("gem/lib"), t.path("lib")], Some(cache_in(&t)));
     let stats = warm.stats(&Counters::new());
@@ -160,6 +161,7 @@ fn a_boot_follows_load_path_saves_and_records_its_figures_and_the_next_one_start
     let removed = cache_in(&t).clear().unwrap();
     assert_eq!(removed, vec![t.path("cache").join(CACHE_FILE), t.path("cache").join(LAST_BOOT_FILE)]);
     assert_eq!(std::fs::read_dir(t.path("cache")).unwrap().count(), 0);
+    assert_eq!(cache_in(&t).read_last_boot(), Ok(None), "none recorded");
     // Without a cache there is nothing to record.
     let (bare, _) = started(&[t.path("lib")], None);
     assert_eq!(bare.record_last_boot(&counters, &[], &InPlace), Ok(()));
@@ -263,4 +265,38 @@ fn racy_directories_listed_again_once_their_window_passed_make_a_cache_served_wh
     assert_eq!(s.find(b"deep/b", &InPlace), found);
     assert_eq!(s.save(&InPlace), Saved::Written);
     assert_eq!(served(&order, cache_in(&t)), (0, 0, 1));
+}
+
+/// A cache restored into another checkout of the app (the same names, new inodes and mtimes: a
+/// CI job's), validated by listing: its records vouch for a miss as they vouch for a hit, as
+/// long as the directory's names are still the ones listed.
+#[test]
+fn a_miss_in_another_checkout_validated_by_listing_is_sure_while_its_names_are_the_same() {
+    let t = TempTree::new("session-listing");
+    t.file("lib/a/b.rb").file("lib/c.rb");
+    age(&t.root);
+    let order = vec![t.path("lib")];
+    let by_listing = || {
+        let mut settings = settings(Some(cache_in(&t)));
+        settings.policy.validation = Validation::Listing;
+        let (mut s, warning) = Session::start(settings, &InPlace);
+        assert_eq!(warning, None);
+        s.sync(&mut LoadPath::new(&order), &InPlace).unwrap();
+        s
+    };
+    let mut first = by_listing();
+    assert_eq!(first.find(b"a/b", &InPlace), file(Want::Bare, t.path("lib/a/b.rb"), Kind::Rb));
+    assert_eq!(first.find(b"a/nope.rb", &InPlace), sure_miss(Want::Rb));
+    assert_eq!(first.save(&InPlace), Saved::Written);
+    // The next job's checkout, at the same path.
+    std::fs::remove_dir_all(t.path("lib")).unwrap();
+    t.file("lib/a/b.rb").file("lib/c.rb");
+    let mut next = by_listing();
+    let stats = next.stats(&Counters::new());
+    assert_eq!((stats.roots_from_cache, stats.roots_scanned), (1, 0), "served from the cache");
+    assert_eq!(next.find(b"a/nope.rb", &InPlace), sure_miss(Want::Rb));
+    assert_eq!(next.find(b"nope.rb", &InPlace), sure_miss(Want::Rb));
+    // A file that appears since is never missed: Ruby searches.
+    t.file("lib/a/nope.rb");
+    assert_eq!(next.find(b"a/nope.rb", &InPlace), Err(Reason::Missing));
 }

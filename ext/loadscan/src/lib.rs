@@ -32,6 +32,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("relist_racy", function!(native::relist_racy, 0))?;
     native.define_module_function("record_last_boot", function!(native::record_last_boot, 1))?;
     native.define_module_function("clear_cache", function!(native::clear_cache, 2))?;
+    native.define_module_function("read_last_boot", function!(native::read_last_boot, 2))?;
     native.define_module_function("lookup", function!(native::lookup, 1))?;
     native.define_module_function("sync", function!(native::sync, 0))?;
     native.define_module_function("problems", function!(native::problems, 0))?;

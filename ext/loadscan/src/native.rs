@@ -64,13 +64,29 @@ pub fn record_last_boot(ruby: &Ruby, fields: RHash) -> Result<Option<String>, Er
 /// `clear_cache(dir, uid)`: deletes the cache and the last boot's figures in `dir` (which must
 /// pass the cache dir's checks for `uid`): the paths removed, or why nothing was (a String).
 pub fn clear_cache(ruby: &Ruby, dir: RString, uid: u32) -> Value {
-    let cache = CacheFile { dir: PathBuf::from(OsStr::from_bytes(&bytes(dir))), env: Vec::new(), uid };
+    let cache = cache_in(dir, uid);
     match cache.clear() {
         Ok(removed) => {
             convert::strings(ruby, removed.iter().map(|p| p.as_os_str().as_bytes().to_vec()).collect()).as_value()
         }
         Err(why) => ruby.str_new(&why).as_value(),
     }
+}
+
+/// `read_last_boot(dir, uid)`: the last boot's record in `dir`, read as the cache is (the cache
+/// dir's checks for `uid`, then the file's): `[text, nil]`, `[nil, nil]` when none was recorded,
+/// or `[nil, why]` (one line for a warning).
+pub fn read_last_boot(ruby: &Ruby, dir: RString, uid: u32) -> (Option<RString>, Option<String>) {
+    let cache = cache_in(dir, uid);
+    match cache.read_last_boot() {
+        Ok(record) => (record.map(|text| ruby.str_from_slice(&text)), None),
+        Err(why) => (None, Some(why)),
+    }
+}
+
+/// The cache files in `dir` for `uid`, for what touches them without a session.
+fn cache_in(dir: RString, uid: u32) -> CacheFile {
+    CacheFile { dir: PathBuf::from(OsStr::from_bytes(&bytes(dir))), env: Vec::new(), uid }
 }
 
 /// `lookup(feature)`: the index's answer, ignoring `$LOADED_FEATURES` (what

@@ -6,8 +6,8 @@
 use super::{path_of_bytes, Index, Located, Query, Reason, RootId, Want};
 use crate::blocking::Blocking;
 use crate::relpath;
-use crate::scan::{list_deferred, DirRecord, Kind};
-use crate::store::stamp_differs;
+use crate::scan::{dir_digest, list_deferred, DirRecord, Kind};
+use crate::store::{stamp_differs, Validation};
 
 /// What [`Index::find`] answers when the index is sure of every entry: how the feature was
 /// spelled, and the file Ruby's search would load, or `None` when no entry has it — a *sure
@@ -68,8 +68,10 @@ impl Index {
     /// directory that appeared, changed, holds a dangling symlink or cannot be asked — is
     /// `false`: Ruby's own search decides. Stable roots are asked too: a stable root is
     /// revalidated at boot by its top directory alone, so a file added deeper in an installed
-    /// gem (`bundle open`, a distribution update) shows only here. A miss is rare and raises;
-    /// hits never pay for this.
+    /// gem (`bundle open`, a distribution update) shows only here. Validated by listing
+    /// ([`Validation::Listing`]: another checkout of the app, a CI job's restored cache), a
+    /// directory whose stamp differs is still the one listed when its names are (its digest, as
+    /// revalidation compares it). A miss is rare and raises; hits never pay for this.
     pub fn confirm_missing(&self, stem: &[u8]) -> bool {
         let rel = relpath::parent(stem);
         self.roots.iter().enumerate().all(|(id, root)| {
@@ -86,9 +88,12 @@ impl Index {
                 // file in it fails the same way.
                 Err(_) => true,
                 Ok(md) if !md.is_dir() => true,
-                Ok(md) => {
-                    self.dir_record(id as RootId, rel).is_some_and(|rec| !stamp_differs(&md, &rec, root.scanned_at_ns))
-                }
+                Ok(md) => self.dir_record(id as RootId, rel).is_some_and(|rec| {
+                    !stamp_differs(&md, &rec, root.scanned_at_ns)
+                        || self.policy.validation == Validation::Listing
+                            && !rec.stamp.is_unsettled()
+                            && dir_digest(path_of_bytes(&dir)).is_ok_and(|d| d == rec.digest)
+                }),
             }
         })
     }

@@ -13,6 +13,9 @@ use super::{bound_dead_roots, encode, CacheDir, DirError, LoadErrorKind, RootRec
 /// Roots off the load path this long are dropped from the cache when it is written.
 const PRUNE_AFTER_S: i64 = 30 * 24 * 3600;
 
+/// The largest last boot's record read back: one is about two kilobytes.
+pub const MAX_LAST_BOOT_LEN: u64 = 64 << 10;
+
 /// Where a process's cache lives and what it must match.
 #[derive(Clone, Debug)]
 pub struct CacheFile {
@@ -101,6 +104,28 @@ impl CacheFile {
             Ok(Some(dir)) => dir.write_atomic(name, bytes).map_err(|e| e.to_string()),
             Ok(None) => Err(io::Error::from(io::ErrorKind::NotFound).to_string()),
             Err(e) => Err(e.kind().to_string()),
+        }
+    }
+
+    /// Reads the last boot's figures back (the JSON [`CacheFile::record_last_boot`] wrote),
+    /// trusted as the cache is (the directory's checks, then [`CacheDir::read_small`]'s, up to
+    /// [`MAX_LAST_BOOT_LEN`]): `Ok(None)` when none was recorded. The error is one line for a
+    /// warning, naming the file.
+    pub fn read_last_boot(&self) -> Result<Option<Vec<u8>>, String> {
+        let path = self.dir.join(LAST_BOOT_FILE);
+        let not_used = |why: String| Err(format!("{} is not used: {why}", path.display()));
+        let dir = match CacheDir::open(&self.dir, self.uid) {
+            Ok(Some(dir)) => dir,
+            Ok(None) => return Ok(None),
+            Err(e) => return not_used(e.kind().to_string()),
+        };
+        match dir.read_small(LAST_BOOT_FILE, MAX_LAST_BOOT_LEN) {
+            Ok(record) => Ok(record),
+            Err(LoadErrorKind::NotAFile("symlink")) => not_used("it is a symlink".into()),
+            Err(LoadErrorKind::NotAFile(what)) => not_used(format!("not a regular file ({what})")),
+            Err(LoadErrorKind::Untrusted(why)) => not_used(why),
+            Err(LoadErrorKind::Io(e)) => Err(format!("{} could not be read ({e})", path.display())),
+            Err(other) => not_used(other.to_string()),
         }
     }
 

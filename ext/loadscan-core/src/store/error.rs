@@ -23,8 +23,10 @@ pub enum LoadErrorKind {
     Stale(&'static str),
     /// Damaged: truncated, wrong magic, bad checksum, inconsistent sections, too big.
     Corrupt(&'static str),
-    /// Not a regular file (a directory, fifo, symlink…).
-    NotAFile,
+    /// Not a regular file: what it is (`symlink`, `fifo`, `directory`…).
+    NotAFile(&'static str),
+    /// Over the bytes a file of this name may have (a last boot's record: 64 KiB).
+    TooLarge(u64),
     /// Owned by someone else, or writable by group or others (the file or its directory).
     Untrusted(String),
     /// The file could not be read.
@@ -59,7 +61,8 @@ impl fmt::Display for LoadErrorKind {
             LoadErrorKind::Missing => write!(f, "no cache yet"),
             LoadErrorKind::Stale(why) => write!(f, "outdated cache ({why})"),
             LoadErrorKind::Corrupt(why) => write!(f, "corrupt cache ({why})"),
-            LoadErrorKind::NotAFile => write!(f, "cache path is not a regular file"),
+            LoadErrorKind::NotAFile(what) => write!(f, "cache path is not a regular file ({what})"),
+            LoadErrorKind::TooLarge(max) => write!(f, "larger than {max} bytes"),
             LoadErrorKind::Untrusted(why) => write!(f, "untrusted cache ({why})"),
             LoadErrorKind::Io(e) => write!(f, "cache unreadable ({e})"),
         }

@@ -64,6 +64,23 @@ impl CacheDir {
         Snapshot::parse(bytes, env)
     }
 
+    /// Reads the small file `name` whole (at most `max` bytes), trusted as [`CacheDir::load`]
+    /// trusts the cache file: a regular file, not through a symlink, without blocking on a fifo,
+    /// owned by this user or root and writable by no one else. `Ok(None)`: there is none.
+    pub fn read_small(&self, name: &str, max: u64) -> Result<Option<Vec<u8>>, LoadErrorKind> {
+        let file = match sys::open_file(self, name) {
+            Ok(file) => file,
+            Err(LoadErrorKind::Missing) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut bytes = Vec::new();
+        file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(LoadErrorKind::Io)?;
+        if bytes.len() as u64 > max {
+            return Err(LoadErrorKind::TooLarge(max));
+        }
+        Ok(Some(bytes))
+    }
+
     /// Whether the file `name` may be written over: absent, or a file of loadscan's under that
     /// name (by its first bytes) owned by this user.
     pub fn replaceable(&self, name: &str) -> io::Result<bool> {
@@ -121,6 +138,21 @@ fn now_tag() -> u128 {
     SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
 }
 
+/// What a file that is not a regular one is, in a refusal: `not a regular file (fifo)`.
+fn type_name(file_type: rustix::fs::FileType) -> &'static str {
+    use rustix::fs::FileType;
+    match file_type {
+        FileType::RegularFile => "regular file",
+        FileType::Directory => "directory",
+        FileType::Symlink => "symlink",
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::CharacterDevice => "character device",
+        FileType::BlockDevice => "block device",
+        FileType::Unknown => "unknown file type",
+    }
+}
+
 /// Whether a cache file with this owner and mode may be read by `euid`: its own, or root's (a
 /// cache built as root — a Docker image layer — served read-only to the app's user; root can
 /// change anything anyway, so trusting its file adds nothing an attacker could use).
@@ -154,13 +186,15 @@ mod sys {
         let file = match openat(&dir.fd, name, flags, Mode::empty()) {
             Ok(fd) => File::from(fd),
             Err(Errno::NOENT) => return Err(LoadErrorKind::Missing),
-            // A symlink (ELOOP under O_NOFOLLOW), or a device that refuses to be opened so.
-            Err(Errno::LOOP | Errno::NXIO) => return Err(LoadErrorKind::NotAFile),
+            // A symlink (ELOOP under O_NOFOLLOW), or a socket or device that refuses to be opened so.
+            Err(Errno::LOOP) => return Err(LoadErrorKind::NotAFile("symlink")),
+            Err(Errno::NXIO) => return Err(LoadErrorKind::NotAFile("socket or device")),
             Err(e) => return Err(LoadErrorKind::Io(e.into())),
         };
         let st = rustix::fs::fstat(&file).map_err(|e| LoadErrorKind::Io(e.into()))?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Err(LoadErrorKind::NotAFile);
+        let file_type = FileType::from_raw_mode(st.st_mode);
+        if file_type != FileType::RegularFile {
+            return Err(LoadErrorKind::NotAFile(type_name(file_type)));
         }
         match file_refusal(st.st_uid, Mode::from_raw_mode(st.st_mode), dir.euid) {
             Some(e) => Err(e),
@@ -261,13 +295,14 @@ mod portable {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(LoadErrorKind::Missing),
             Err(e) => return Err(LoadErrorKind::Io(e)),
         };
+        let file_type = rustix::fs::FileType::from_raw_mode(before.mode() as _);
         if !before.file_type().is_file() {
-            return Err(LoadErrorKind::NotAFile);
+            return Err(LoadErrorKind::NotAFile(type_name(file_type)));
         }
         let file = File::open(&path).map_err(LoadErrorKind::Io)?;
         let md = file.metadata().map_err(LoadErrorKind::Io)?;
         if (md.dev(), md.ino()) != (before.dev(), before.ino()) || !md.is_file() {
-            return Err(LoadErrorKind::NotAFile);
+            return Err(LoadErrorKind::NotAFile("file replaced while opened"));
         }
         match file_refusal(md.uid(), Mode::from_bits_truncate(md.mode() as _), dir.euid) {
             Some(e) => Err(e),

@@ -54,7 +54,7 @@ mod validate;
 
 pub use buffer::Bytes;
 pub use cache_dir::CacheDir;
-pub use cache_file::{CacheFile, Opened};
+pub use cache_file::{CacheFile, Opened, MAX_LAST_BOOT_LEN};
 pub use error::{DirError, DirErrorKind, LoadError, LoadErrorKind};
 pub use file::MAX_FILE_LEN;
 pub use format::{bound_dead_roots, encode, RootRecord, DEAD_ROOTS_MIN, FORMAT_VERSION};

@@ -1,0 +1,47 @@
+# frozen_string_literal: true
+
+require_relative "../test_helper"
+require "json"
+
+# Loadscan::LastBoot: the one place a boot's figures are put in words. A real boot with
+# LOADSCAN_STATS=1 prints its line at exit and records the same figures beside the cache; the
+# command line's `stats` renders that record. Both go through LastBoot.describe, so they agree.
+class LastBootTest < Minitest::Test
+  EXE = File.join(Loadscan::TestSupport::ROOT, "exe", "loadscan")
+
+  def test_the_stats_line_at_exit_and_loadscan_stats_say_the_same_of_one_boot
+    with_files([["lib/here.rb", ""], ["lib/sub/there.rb", ""]]) do |dir|
+      cache = File.join(dir, "cache")
+      code = "$LOAD_PATH.unshift(#{File.join(dir, "lib").inspect}); require 'here'; require 'sub/there'; " \
+             "begin; require 'nowhere'; rescue LoadError; end; report(Loadscan.stats.slice(:hits, :deferred))"
+      run = run_ruby(code, loadscan: true, env: { "LOADSCAN_CACHE_DIR" => cache, "LOADSCAN_STATS" => "1" })
+      assert run.success?, run.stderr
+      line = run.stderr.lines.grep(/\Aloadscan: /).fetch(0).chomp
+      assert_equal 1, run.stderr.lines.grep(/\Aloadscan: /).size, run.stderr
+      figures, gc = line.delete_prefix("loadscan: ").split("; GC in the boot: ")
+      assert_match(/\A#{run.report[:hits]} requires answered from the index, 0 misses, #{run.report[:deferred]} left to Ruby /, figures)
+      assert_match(/; engaged: yes; \d+ entries \(0 from the cache, \d+ listed, \d+ dirs listed on demand\); setup \d+\.\d ms; cache written\z/,
+                   figures)
+      refute_nil gc, line
+
+      stats = run_ruby(command: [RbConfig.ruby, EXE, "stats"], env: { "LOADSCAN_CACHE_DIR" => cache }, chdir: dir)
+      assert stats.success?, stats.stderr
+      recorded, recorded_gc = stats.stdout.lines.map(&:chomp)
+      assert_equal figures, recorded.sub(/\A\S+ \S+ \(pid \d+, Ruby [\d.]+\): /, ""), "one renderer, one boot"
+      assert_equal "GC in the boot: #{gc}", recorded_gc
+    end
+  end
+
+  # A record is the user's file: values of the wrong type (an older loadscan, a hand edit) are
+  # rendered as zero, never an exception.
+  def test_a_record_with_odd_values_is_still_one_line
+    run = run_ruby(<<~RUBY, loadscan: nil)
+      require #{File.join(Loadscan::TestSupport::LIB, "loadscan").inspect}
+      report(Loadscan::LastBoot.describe({ "hits" => "many", "left_to_ruby" => [1], "deferred" => 2,
+                                           "load_path_entries" => nil, "cache_load_ms" => 1.24 }, who: false))
+    RUBY
+    assert run.success?, run.stderr
+    assert_equal "0 requires answered from the index, 0 misses, 2 left to Ruby; engaged: no; 0 entries (0 from the cache, " \
+                 "0 listed, 0 dirs listed on demand); setup 1.2 ms; cache ", run.report
+  end
+end
