@@ -9,6 +9,7 @@ require_relative "support/paths"
 require_relative "support/file_tree"
 require_relative "support/ruby_process"
 require_relative "support/assertions"
+require_relative "support/require_script"
 require_relative "support/native_ext"
 require_relative "support/boot_fixture"
 require_relative "support/in_fork"
@@ -22,6 +23,7 @@ class Minitest::Test
   include Loadscan::TestSupport::FileTree
   include Loadscan::TestSupport::RubyProcess
   include Loadscan::TestSupport::Assertions
+  include Loadscan::TestSupport::RequireScript
   include Loadscan::TestSupport::NativeExt
   include Loadscan::TestSupport::BootFixture
   include Loadscan::TestSupport::InFork

@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require_relative "../test_helper"
-require "open3"
 
 # ext/loadscan/extconf.rb as `gem install` runs it (in the extension's dir, here a copy of the
 # checkout's ext/loadscan beside its lib/), then `make` and `make install` as RubyGems runs them:
@@ -29,13 +28,13 @@ class ExtconfTest < Minitest::Test
   # Runs extconf.rb (with `prelude` Ruby code first) and returns its output and status.
   def extconf(env = {}, prelude: "")
     env = { "HOME" => @home, "CARGO" => nil, "RUSTC" => nil, "RUSTFLAGS" => nil, "LOADSCAN_REQUIRE_NATIVE" => nil }.merge(env)
-    out, status = Open3.capture2e(env, RbConfig.ruby, "-e", "#{prelude}\nload 'extconf.rb'", chdir: ext)
-    [out, status]
+    run = run_ruby("#{prelude}\nload 'extconf.rb'", env: env, chdir: ext)
+    [run.stdout + run.stderr, run.status]
   end
 
   def make(*args)
-    out, status = Open3.capture2e("make", *args, chdir: ext)
-    assert status.success?, "make #{args.join(" ")}: #{out}"
+    out, err, status = capture("make", *args, chdir: ext)
+    assert status.success?, "make #{args.join(" ")}: #{out}#{err}"
   end
 
   # A stand-in for a tool: prints `output` for --version, fails otherwise.

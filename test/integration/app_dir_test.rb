@@ -34,11 +34,7 @@ class AppDirTest < Minitest::Test
                                                      "XDG_CACHE_HOME" => nil, "LOADSCAN_CACHE_DIR" => nil)
   end
 
-  def boot(dir, app)
-    run = run_ruby(file: File.join(app, "config", "boot.rb"), env: env(dir, app), chdir: app)
-    assert run.success?, run.stderr
-    run.report
-  end
+  def boot(dir, app) = run_ruby!(file: File.join(app, "config", "boot.rb"), env: env(dir, app), chdir: app).report
 
   def cli(dir, app, *args)
     run = run_ruby(file: Loadscan::TestSupport::EXE, args: args, env: env(dir, app), chdir: app)

@@ -47,9 +47,8 @@ class BootGCTest < Minitest::Test
     Dir.mktmpdir("loadscan-boot-body") do |tmp|
       file = File.join(tmp, "body.rb")
       File.write(file, body)
-      run = run_ruby(command: [App::RUBY, "boot.rb"], loadscan: stock ? false : nil, chdir: self.class.app, timeout: 120,
-                     env: App.env(self.class.app).merge("BOOT_BODY" => file).merge(env))
-      assert run.success?, "boot failed (#{run.status.inspect}):\n#{run.stderr}"
+      run = run_ruby!(command: [App::RUBY, "boot.rb"], loadscan: stock ? false : nil, chdir: self.class.app, timeout: 120,
+                      env: App.env(self.class.app).merge("BOOT_BODY" => file).merge(env))
       assert_empty run.stderr.lines.grep(/loadscan/), run.stderr
       run.report
     end

@@ -8,20 +8,12 @@ class CacheTest < Minitest::Test
   FEATURES = %w[a b sub/c shadow deep/x new/n moved/m].freeze
   FILE = "loadscan.cache" # a name of loadscan's own (`index` before: see test_a_planted_symlink_*)
 
-  def script(load_path)
-    <<~RUBY
-      $LOAD_PATH.unshift(*#{load_path.inspect})
-      results = #{FEATURES.inspect}.map { |f| [f, (begin; require(f); rescue LoadError => e; e.message; end)] }
-      report("results" => results, "loaded_features" => $LOADED_FEATURES.dup,
-             "stats" => (Loadscan.stats if defined?(Loadscan)))
-    RUBY
-  end
+  def script(load_path) = require_script(load_path, FEATURES)
 
   # Boots stock and with loadscan using `cache` (and `env`); asserts the same results and
   # $LOADED_FEATURES, and unless `quiet: false` an empty stderr; returns loadscan's run.
   def boot(load_path, cache, env: {}, quiet: true, **opts)
-    _, fast = assert_same_as_stock(script(load_path), loadscan_env: { "LOADSCAN_CACHE_DIR" => cache }.merge(env),
-                                   quiet: quiet, **opts)
+    fast = assert_same_as_stock_with_cache(script(load_path), cache, loadscan_env: env, quiet: quiet, **opts)
     assert_empty fast.stderr, "unexpected warning" if quiet
     fast
   end

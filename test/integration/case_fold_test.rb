@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require_relative "../test_helper"
-require "open3"
 
 # Directories whose names fold case: on a real exFAT file system (through FUSE on a loop device,
 # as bin/setup installs it; it needs root), `require "logger"` opens an app's `Logger.rb`
@@ -30,31 +29,23 @@ class CaseFoldTest < Minitest::Test
       begin
         yield mnt
       ensure
-        system("umount", mnt) || system("umount", "-l", mnt)
+        capture("umount", mnt)[2].success? || capture("umount", "-l", mnt)
       end
     ensure
-      system("losetup", "-d", device)
+      capture("losetup", "-d", device)
     end
   end
 
   def sh(*cmd)
-    out, err, status = Open3.capture3(*cmd)
+    out, err, status = capture(*cmd)
     assert status.success?, "#{cmd.join(" ")} failed: #{err}"
     out
   end
 
   FEATURES = %w[logger Logger foo FOO sub/bar SUB/Bar win/logger win/LOGGER win/w set].freeze
 
-  def script(entries)
-    <<~RUBY
-      $LOAD_PATH.unshift(*#{entries.inspect})
-      results = #{FEATURES.inspect}.map do |f|
-        [f, $LOAD_PATH.resolve_feature_path(f),
-         (begin; require(f); rescue LoadError => e; [e.class, e.message]; end)]
-      end
-      report("results" => results, "from" => $from, "loaded_features" => $LOADED_FEATURES.dup)
-    RUBY
-  end
+  # Which app files loaded: each appends its name to $log (require_script reports it as "log").
+  def script(entries) = require_script(entries, FEATURES, resolve: true)
 
   # What loadscan listed as worked around (`Loadscan.problems`), from a run's own process.
   PROBLEMS = "at_exit { File.write(ENV.fetch('LOADSCAN_TEST_PROBLEMS'), " \
@@ -66,10 +57,10 @@ class CaseFoldTest < Minitest::Test
         # A root on exFAT, and a case-sensitive root (this dir's file system) with an exFAT
         # directory bind-mounted inside it.
         write = ->(path, body) { FileUtils.mkdir_p(File.dirname(path)) && File.write(path, body) }
-        write.("#{mnt}/app/Logger.rb", "($from ||= []) << :app_logger\n")
-        write.("#{mnt}/app/Foo.rb", "($from ||= []) << :app_foo\n")
-        write.("#{mnt}/app/sub/Bar.rb", "($from ||= []) << :app_bar\n")
-        write.("#{mnt}/inner/Logger.rb", "($from ||= []) << :win_logger\n")
+        write.("#{mnt}/app/Logger.rb", "$log << :app_logger\n")
+        write.("#{mnt}/app/Foo.rb", "$log << :app_foo\n")
+        write.("#{mnt}/app/sub/Bar.rb", "$log << :app_bar\n")
+        write.("#{mnt}/inner/Logger.rb", "$log << :win_logger\n")
         write.("#{dir}/plain/lib/w.rb", "")
         assert File.exist?("#{mnt}/app/logger.rb"), "the exFAT mount does not fold case"
         FileUtils.mkdir_p("#{dir}/plain/lib/win")
@@ -92,9 +83,9 @@ class CaseFoldTest < Minitest::Test
           end
           # The stock answers are the case-folded ones, so the test cannot pass by accident.
           stock = run_ruby(script(entries), loadscan: false)
-          assert_empty %i[app_logger app_foo app_bar win_logger] - stock.report["from"], stock.report["from"].inspect
+          assert_empty %i[app_logger app_foo app_bar win_logger] - stock.report["log"], stock.report["log"].inspect
         ensure
-          system("umount", "#{dir}/plain/lib/win")
+          capture("umount", "#{dir}/plain/lib/win")
         end
       end
     end

@@ -3,7 +3,6 @@
 require_relative "../test_helper"
 require_relative "../support/bundler_app"
 require_relative "../../fixtures/bundle"
-require "open3"
 
 # The CI recipe (README, "CI"): each job checks the app out afresh with `git clone` (new
 # inodes and mtimes everywhere), restores the cache dir from a tarball an earlier job made, and
@@ -54,8 +53,8 @@ class CICacheTest < Minitest::Test
   end
 
   def git(dir, *args)
-    out, status = Open3.capture2e("git", *args, chdir: dir)
-    assert status.success?, "git #{args.join(" ")}: #{out}"
+    out, err, status = capture("git", *args, chdir: dir)
+    assert status.success?, "git #{args.join(" ")}: #{out}#{err}"
   end
 
   # A job's checkout: `git clone` to `path`. With `settle:`, a pause after it, so that the first
@@ -73,14 +72,14 @@ class CICacheTest < Minitest::Test
   # The CI cache step: the cache dir as a tarball (made at the end of a job), and restored into
   # another checkout (at the start of the next).
   def save_cache(app, tarball, dir = "tmp/cache/loadscan")
-    out, status = Open3.capture2e("tar", "-C", app, "-czf", tarball, dir)
-    assert status.success?, out
+    out, err, status = capture("tar", "-C", app, "-czf", tarball, dir)
+    assert status.success?, out + err
   end
 
   def restore_cache(app, tarball, dir = "tmp")
     FileUtils.rm_rf(File.join(app, dir))
-    out, status = Open3.capture2e("tar", "-C", app, "-xzf", tarball)
-    assert status.success?, out
+    out, err, status = capture("tar", "-C", app, "-xzf", tarball)
+    assert status.success?, out + err
   end
 
   # One boot of the checkout (bundler/setup, then loadscan/setup, then the app's dirs and
@@ -224,10 +223,9 @@ class CICacheTest < Minitest::Test
     cmd = [RbConfig.ruby, File.join(path, "boot.rb")]
     stock = (@stock ||= {})[path] ||= run_ruby(command: cmd, env: env, report_var: "BOOT_REPORT", chdir: path)
     ours, times = timed do
-      run_ruby(command: cmd, env: env.merge("BOOT_PRELUDE" => prelude, "BENCH_LOADSCAN_STATS" => stats), report_var: "BOOT_REPORT",
-               chdir: path)
+      run_ruby!(command: cmd, env: env.merge("BOOT_PRELUDE" => prelude, "BENCH_LOADSCAN_STATS" => stats), report_var: "BOOT_REPORT",
+                chdir: path)
     end
-    assert ours.success?, ours.stderr
     assert_same_run stock, ours, "the generated app at #{path} #{env.slice("CI")}"
     Marshal.load(File.binread(stats)).merge(times) # rubocop:disable Security/MarshalLoad
   end

@@ -5,17 +5,8 @@ require_relative "../test_helper"
 # Odd trees and odd load paths: loadscan must boot, answer exactly like stock Ruby, and say
 # what it worked around at most once.
 class EdgeCasesTest < Minitest::Test
-  def script(load_path_code, features, extra = "")
-    <<~RUBY
-      #{load_path_code}
-      #{extra}
-      results = #{features.inspect}.map do |f|
-        [f, $LOAD_PATH.resolve_feature_path(f), (begin; require(f); rescue LoadError => e; [e.message, e.path]; end)]
-      end
-      report("results" => results, "loaded_features" => $LOADED_FEATURES.dup,
-             "stats" => (defined?(Loadscan) ? Loadscan.stats : nil))
-    RUBY
-  end
+  # require_script with each feature's resolve_feature_path answer too.
+  def script(load_path, features, setup = "") = require_script(load_path, features, setup: setup, resolve: true)
 
   # Same results and $LOADED_FEATURES as stock, with loadscan active; `quiet: false` where
   # loadscan may warn (the test checks the warning).
@@ -27,8 +18,7 @@ class EdgeCasesTest < Minitest::Test
 
   def test_symlink_loop_boots_and_warns_once
     with_files([["e/a/x.rb", ""], ["e/a/loop", :symlink, ".."], ["e/b/y.rb", ""], ["f/a/loop/z.rb", ""]]) do |dir|
-      code = script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})",
-                    %w[a/x a/loop/a/x a/loop/loop/b/y a/loop/z b/y])
+      code = script(%W[#{dir}/e #{dir}/f], %w[a/x a/loop/a/x a/loop/loop/b/y a/loop/z b/y])
       # Listed lazily, the loop is followed exactly as far as each feature names it: no
       # warning, and the index answers what Ruby would open through the link.
       _, fast = assert_same(code)
@@ -45,8 +35,7 @@ class EdgeCasesTest < Minitest::Test
   def test_ignored_dirs_are_left_to_ruby
     with_files([["e/node_modules/x.rb", ""], ["e/vendor/y.rb", ""], ["e/keep/vendor/v.rb", ""], ["e/keep/z.rb", ""],
                 ["e/deep/skip/s.rb", ""], ["f/w.rb", ""]]) do |dir|
-      code = script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})",
-                    %w[node_modules/x vendor/y keep/vendor/v keep/z deep/skip/s w])
+      code = script(%W[#{dir}/e #{dir}/f], %w[node_modules/x vendor/y keep/vendor/v keep/z deep/skip/s w])
       {
         nil => %w[node_modules/x],
         "vendor:#{dir}/f:#{dir}/e/deep/skip" => %w[vendor/y keep/vendor/v deep/skip/s w],
@@ -65,7 +54,7 @@ class EdgeCasesTest < Minitest::Test
 
   def test_dangling_symlink_is_ignored_quietly
     with_files([["e/gone.rb", :symlink, "nowhere.rb"], ["e/gonedir", :symlink, "nowhere"], ["f/gone.rb", ""]]) do |dir|
-      _, fast = assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})", %w[gone gonedir/x]))
+      _, fast = assert_same(script(%W[#{dir}/e #{dir}/f], %w[gone gonedir/x]))
       assert_empty fast.stderr
     end
   end
@@ -75,17 +64,15 @@ class EdgeCasesTest < Minitest::Test
       FileUtils.chmod_R("a+rX", dir)
       searchable_parent(dir)
       File.chmod(0o111, "#{dir}/e/locked") # searchable, not listable: Ruby still opens e/locked/x.rb
-      _, fast = assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})",
-                                   %w[locked/x locked/y open]), quiet: false, as_nobody: true)
+      _, fast = assert_same(script(%W[#{dir}/e #{dir}/f], %w[locked/x locked/y open]), quiet: false, as_nobody: true)
       assert_match(/loadscan: .*locked.*unreadable/, fast.stderr)
     end
   end
 
   def test_dir_removed_between_scan_and_require
     with_files([["e/gone/x.rb", "$x = :e"], ["e/gone/only.rb", ""], ["f/gone/x.rb", "$x = :f"]]) do |dir|
-      assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})", %w[gone/x gone/only],
-                         "Loadscan.lookup('gone/x') if defined?(Loadscan); FileUtils.rm_rf(#{"#{dir}/e/gone".inspect})")
-                  .sub("\n", "\nrequire 'fileutils'\n"))
+      assert_same(script(%W[#{dir}/e #{dir}/f], %w[gone/x gone/only],
+                         "require 'fileutils'\nLoadscan.lookup('gone/x') if defined?(Loadscan); FileUtils.rm_rf(#{"#{dir}/e/gone".inspect})"))
     end
   end
 
@@ -96,7 +83,7 @@ class EdgeCasesTest < Minitest::Test
         $LOAD_PATH.unshift("rel", #{"#{dir}/missing".inspect}, #{"#{dir}/plain.rb".inspect}, Pathname(#{"#{dir}/e".inspect}),
                            #{"#{dir}/e".inspect}, #{"#{dir}/e/".inspect}, #{"#{dir}//e".inspect})
       RUBY
-      assert_same(script(lp, %w[r p d plain nothing], <<~RUBY), chdir: "#{dir}/cwd")
+      assert_same(script([], %w[r p d plain nothing], lp + <<~RUBY), chdir: "#{dir}/cwd")
         r1 = require("r")
         Dir.chdir(#{"#{dir}/cwd/other".inspect})   # "rel" now means cwd/other/rel: nothing there
         $LOADED_FEATURES.reject! { |f| f.end_with?("/r.rb") }
@@ -107,13 +94,13 @@ class EdgeCasesTest < Minitest::Test
   def test_odd_file_names
     names = ["café", "日本語", "with space", "dash-ed", "semi;colon", "quote'd", "new\nline", "x.y.z", "tab\tbed"]
     with_files(names.map { |n| ["e/#{n}.rb", ""] } + [["e/.rb", ""], ["e/dir/.rb", ""]]) do |dir|
-      assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect})", names + ["dir/", "x.y", "x.y.z.rb"]))
+      assert_same(script(%W[#{dir}/e], names + ["dir/", "x.y", "x.y.z.rb"]))
     end
   end
 
   def test_fifo_and_directory_named_like_a_ruby_file
     with_files([["e/pipe.rb", :fifo], ["e/dir.rb/x.rb", ""], ["f/dir.rb", ""], ["f/pipe.rb", ""]]) do |dir|
-      stock, = assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})", %w[dir], <<~RUBY))
+      stock, = assert_same(script(%W[#{dir}/e #{dir}/f], %w[dir], <<~RUBY))
         $pipe = $LOAD_PATH.resolve_feature_path("pipe")
       RUBY
       assert_equal "#{dir}/f/dir.rb", stock.report["results"][0][1][1]
@@ -130,8 +117,7 @@ class EdgeCasesTest < Minitest::Test
       # miss of `foo.so` is sure and the bare search is the index's too.
       old = Time.now - 60
       Dir.glob("#{dir}/**/").each { |d| File.utime(old, old, d) }
-      _, fast = assert_same(script("$LOAD_PATH.unshift(#{"#{dir}/e".inspect}, #{"#{dir}/f".inspect})",
-                                   %w[foo.so bar.o sub//baz.so nope.so qux.rb foo.so]))
+      _, fast = assert_same(script(%W[#{dir}/e #{dir}/f], %w[foo.so bar.o sub//baz.so nope.so qux.rb foo.so]))
       # (Where extensions are linked in, a .so miss is never sure, README "Limits": Ruby searches.)
       assert_operator fast.report["stats"][:hits], :>=, 3, fast.report["stats"].inspect unless RbConfig::CONFIG["EXTSTATIC"] == "static"
     end

@@ -32,11 +32,10 @@ class PrivateGroupTest < Minitest::Test
     end
   end
 
-  # Runs `argv` as SOLO, with its groups and umask 002; returns [stdout, stderr, status].
+  # Runs `argv` as SOLO, with its groups and umask 002 (run_ruby!: it must succeed); returns its Result.
   def as_solo(*argv, chdir:)
-    Open3.capture3({ "RUBYOPT" => nil, "RUBYLIB" => nil, "HOME" => chdir, "LOADSCAN_CACHE_DIR" => nil },
-                   "setpriv", "--reuid=#{SOLO}", "--regid=#{SOLO}", "--init-groups",
-                   "sh", "-c", 'umask 002 && exec "$@"', "sh", *argv, chdir: chdir)
+    run_ruby!(command: ["setpriv", "--reuid=#{SOLO}", "--regid=#{SOLO}", "--init-groups", "sh", "-c", 'umask 002 && exec "$@"', "sh", *argv],
+              env: { "HOME" => chdir, "LOADSCAN_CACHE_DIR" => nil }, chdir: chdir)
   end
 
   # The app's boot (config/boot.rb, as in Rails: loadscan set up from config/): prints its
@@ -66,9 +65,8 @@ class PrivateGroupTest < Minitest::Test
       Dir.mkdir(home, 0o750)
       FileUtils.chown(SOLO, SOLO, home)
       # mkdir as Rails does (mode 0777 less the umask); the files copied in.
-      _, err, status = as_solo("sh", "-c", "cd ../staged && find . -type d -exec mkdir -p ../home/app/{} ';' && " \
-                                           "find . -type f -exec cp {} ../home/app/{} ';'", chdir: home)
-      assert status.success?, err
+      as_solo("sh", "-c", "cd ../staged && find . -type d -exec mkdir -p ../home/app/{} ';' && " \
+                          "find . -type f -exec cp {} ../home/app/{} ';'", chdir: home)
       app = File.join(home, "app")
       assert_equal 0o775, File.stat(File.join(app, "tmp")).mode & 0o777, "umask 002 makes tmp/ 775"
       yield app
@@ -78,9 +76,8 @@ class PrivateGroupTest < Minitest::Test
   def boot(app, stock: false)
     argv = ["env", "BUNDLE_GEMFILE=#{File.join(app, "Gemfile")}", *("LOADSCAN_TEST_STOCK=1" if stock), RbConfig.ruby,
             File.join(app, "config", "boot.rb")]
-    out, err, status = as_solo(*argv, chdir: app)
-    assert status.success?, err
-    [JSON.parse(out), err]
+    run = as_solo(*argv, chdir: app)
+    [JSON.parse(run.stdout), run.stderr]
   end
 
   def test_the_users_private_group_may_write_the_apps_dirs
@@ -101,11 +98,10 @@ class PrivateGroupTest < Minitest::Test
       # through the same checks of the 775 dirs.
       last = File.join(File.dirname(cache), "last_boot.json")
       assert_equal Etc.getpwnam(SOLO).uid, File.stat(last).uid
-      out, err, status = as_solo(RbConfig.ruby, "-I", Loadscan::TestSupport::LIB, "-rloadscan", "-e",
-                                 "puts Loadscan.clear_cache(ARGV[0])", File.dirname(cache), chdir: app)
-      assert status.success?, err
-      assert_empty err
-      assert_equal [cache, last].sort, out.lines.map(&:chomp).sort
+      run = as_solo(RbConfig.ruby, "-I", Loadscan::TestSupport::LIB, "-rloadscan", "-e", "puts Loadscan.clear_cache(ARGV[0])",
+                    File.dirname(cache), chdir: app)
+      assert_empty run.stderr
+      assert_equal [cache, last].sort, run.stdout.lines.map(&:chomp).sort
     end
   end
 

@@ -8,23 +8,15 @@ require "etc"
 # listing, a file added deep inside an installed (stable) gem, a load-path directory that was
 # unreadable at one boot.
 class StaleListingTest < Minitest::Test
-  # Requires `features` (each result: true, false or the LoadError message), after running
-  # `before` (Ruby code) once the load path is set and `warm` required. `fresh` (Ruby code) runs
-  # first: it undoes what the stock run's `before` did, so the loadscan run lists the same tree.
+  # Requires `features` (require_script), after running `before` (Ruby code) once the load path
+  # is set and `warm` required. `fresh` (Ruby code) runs first: it undoes what the stock run's
+  # `before` did, so the loadscan run lists the same tree.
   def script(load_path, features, warm: nil, before: "", fresh: "")
-    <<~RUBY
-      #{fresh}
-      $LOAD_PATH.unshift(*#{load_path.inspect})
-      #{"require #{warm.inspect}" if warm}
-      #{before}
-      results = #{features.inspect}.map { |f| [f, (begin; require(f); rescue LoadError => e; e.message; end)] }
-      report("results" => results, "loaded_features" => $LOADED_FEATURES.dup,
-             "stats" => (Loadscan.stats if defined?(Loadscan)))
-    RUBY
+    "#{fresh}\n" + require_script(load_path, features, setup: "#{"require #{warm.inspect}" if warm}\n#{before}")
   end
 
   def boot(code, cache, env: {}, **opts)
-    _, fast = assert_same_as_stock(code, loadscan_env: { "LOADSCAN_CACHE_DIR" => cache }.merge(env), **opts)
+    fast = assert_same_as_stock_with_cache(code, cache, loadscan_env: env, **opts)
     refute_nil fast.report["stats"], "loadscan was not active: #{fast.stderr}"
     fast
   end
@@ -38,7 +30,8 @@ class StaleListingTest < Minitest::Test
     Dir.glob("#{dir}/**/").each { |d| File.utime(old, old, d) }
   end
 
-  def results(run) = run.report["results"].to_h
+  # Each feature's result: what `require` returned, or its LoadError's message.
+  def results(run) = run.report["results"].to_h { |f, r| [f, r.is_a?(Array) ? r[1] : r] }
 
   # Item 3, mid-process: the link is listed dangling, then its target appears.
   def test_a_symlink_whose_target_appears_mid_process_is_loaded

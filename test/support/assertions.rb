@@ -70,6 +70,28 @@ module Loadscan
         assert_same_run(stock, fast, quiet: quiet, only: only)
         [stock, fast]
       end
+
+      # assert_same_as_stock with the loadscan run on the cache dir `cache` (`loadscan_env` added
+      # to its environment only), so that a run reads what the one before wrote; returns
+      # loadscan's Result.
+      #
+      #   cold = assert_same_as_stock_with_cache(require_script(lp, %w[a b]), cache)
+      #   warm = assert_same_as_stock_with_cache(require_script(lp, %w[a b]), cache, loadscan_env: { "LOADSCAN_READONLY" => "1" })
+      #   assert_operator warm.report["stats"][:roots_from_cache], :>=, 1
+      def assert_same_as_stock_with_cache(code, cache, loadscan_env: {}, **opts)
+        assert_same_as_stock(code, loadscan_env: { "LOADSCAN_CACHE_DIR" => cache }.merge(loadscan_env), **opts)[1]
+      end
+
+      # run_ruby for a process that must succeed: asserts it did, returns its Result.
+      #
+      #   report = run_ruby!(file: File.join(app, "config", "boot.rb"), chdir: app).report
+      def run_ruby!(code = nil, **opts)
+        run = run_ruby(code, **opts)
+        what = opts[:file] || opts[:command]&.join(" ") || "the script"
+        mode = { false => " stock", true => " with loadscan" }[opts[:loadscan]]
+        assert run.success?, "#{what} failed#{mode} (#{run.status.inspect}):\n#{run.stderr}"
+        run
+      end
     end
   end
 end

@@ -7,10 +7,7 @@ module Loadscan
     module BootFixture
       # One boot, stock or with loadscan; it must succeed and report.
       def boot_fixture(boot_rb, loadscan:, env: {})
-        run = run_ruby(file: boot_rb, loadscan: loadscan, env: env, timeout: 600,
-                       prelude_var: "BOOT_PRELUDE", report_var: "BOOT_REPORT")
-        assert run.success?, "#{boot_rb} failed (#{loadscan ? "with loadscan" : "stock"}):\n#{run.stderr}"
-        run
+        run_ruby!(file: boot_rb, loadscan: loadscan, env: env, timeout: 600, prelude_var: "BOOT_PRELUDE", report_var: "BOOT_REPORT")
       end
 
       # Boots stock and with loadscan; asserts the same results and $LOADED_FEATURES.

@@ -27,6 +27,11 @@ module Loadscan
     # Inline code, or a file through its prelude hook, with loadscan active also returns
     # `Loadscan.stats` as they were at exit (Result#stats).
     # Each run gets a cold cache dir of its own unless `env` names one.
+    #
+    # Other programs whose output a test reads (git, tar, make, mount) run with `capture`, under
+    # the same timeout:
+    #
+    #   out, err, status = capture("git", "clone", "-q", repo, path, chdir: dir)
     module RubyProcess
       SETUP = File.join(Loadscan::TestSupport::LIB, "loadscan/setup.rb")
 
@@ -95,21 +100,36 @@ module Loadscan
           elsif loadscan
             opts += ["-r", SETUP]
           end
-          cmd = command || [RbConfig.ruby, *opts, file, *args]
+          cmd = bounded(command || [RbConfig.ruby, *opts, file, *args], timeout)
           full.merge!(env)
-          # SIGKILL 5 s after SIGTERM: a process hung with the GVL held never handles SIGTERM.
-          cmd = ["timeout", "--kill-after=5", timeout.to_s, *cmd] if timeout
           # --seccomp-bpf: only the traced calls stop the process (a boot under strace takes twice as long without).
           cmd = ["strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=openat", "-o", trace, *cmd] if strace
           cmd = %w[setpriv --reuid=nobody --regid=nogroup --clear-groups] + cmd if as_nobody
-          stdout, stderr, status = Open3.popen3(full, *cmd, chdir: chdir) do |stdin, out, err, wait|
-            stdin.close
-            readers = [out, err].map { |io| Thread.new { io.read } }
-            yield wait.pid if block_given?
-            [*readers.map(&:value), wait.value]
-          end
+          stdout, stderr, status = read_process(full, cmd, chdir) { |pid| yield pid if block_given? }
           Result.new(report: load_marshal(report), stats: load_marshal(stats), stdout: stdout, stderr: stderr, status: status,
                      failed_opens: strace ? File.foreach(trace).count { |l| l.include?("= -1 E") } : nil)
+        end
+      end
+
+      # Runs `cmd`, a program other than a Ruby run_ruby can start, with `env` added to this
+      # process's environment and `timeout` (seconds, nil for none) as run_ruby's; never asserts:
+      # [stdout, stderr, status].
+      def capture(*cmd, env: {}, chdir: Dir.pwd, timeout: 60)
+        read_process(env, bounded(cmd, timeout), chdir)
+      end
+
+      # `cmd` under `timeout` (coreutils'): SIGTERM after `seconds` to the process group,
+      # SIGKILL 5 s later (a process hung with the GVL held never handles SIGTERM).
+      def bounded(cmd, seconds) = seconds ? ["timeout", "--kill-after=5", seconds.to_s, *cmd] : cmd
+
+      # Spawns `cmd` with no stdin and reads its stdout and stderr to the end; a block gets the
+      # pid while it runs. [stdout, stderr, status].
+      def read_process(env, cmd, chdir)
+        Open3.popen3(env, *cmd, chdir: chdir) do |stdin, out, err, wait|
+          stdin.close
+          readers = [out, err].map { |io| Thread.new { io.read } }
+          yield wait.pid if block_given?
+          [*readers.map(&:value), wait.value]
         end
       end
 

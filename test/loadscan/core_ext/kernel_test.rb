@@ -10,32 +10,27 @@ class KernelRequireTest < Minitest::Test
   # next, which knows what Ruby raised LoadError for. The loadscan runs' stats, cold then warm.
   def cold_then_warm(code, **opts)
     Dir.mktmpdir("loadscan-learned") do |cache|
-      Array.new(2) { assert_same_as_stock(code, loadscan_env: { "LOADSCAN_CACHE_DIR" => cache }, **opts)[1].report["stats"] }
+      Array.new(2) { assert_same_as_stock_with_cache(code, cache, **opts).report["stats"] }
     end
   end
 
-  # Wraps `body` in a script that sets $LOAD_PATH, defines `try` (records each require's
-  # outcome) and reports results plus $LOADED_FEATURES.
-  def script(load_path, body, stats: false)
-    <<~RUBY
-      $LOAD_PATH.unshift(*#{load_path.inspect})
-      $log = []
-      RESULTS = []
-      def label(feature) = feature.is_a?(String) ? feature : "#<\#{feature.class}>"
-      def try(feature, via: :kernel)
-        r = via == :kernel ? require(feature) : Kernel.require(feature)
-        RESULTS << [label(feature), r]
-      rescue LoadError => e
-        RESULTS << [label(feature), e.class.name, e.message, e.path, e.backtrace.first.sub(__dir__, "TMP"),
-                    e.backtrace_locations&.first&.label]
-      rescue TypeError, ArgumentError => e
-        RESULTS << [feature.class.name, e.class.name, e.message]
-      end
-      #{body}
-      report("results" => RESULTS, "log" => $log, "loaded_features" => $LOADED_FEATURES.dup,
-             "load_path" => $LOAD_PATH.map(&:to_s)#{', "stats" => (Loadscan.stats if defined?(Loadscan))' if stats})
-    RUBY
-  end
+  # `try(feature, via: :kernel)`: requires (through Kernel.require with `via: :singleton`) and
+  # records the outcome in RESULTS, with the LoadError's first frame and its label.
+  TRY = <<~RUBY
+    def label(feature) = feature.is_a?(String) ? feature : "#<\#{feature.class}>"
+    def try(feature, via: :kernel)
+      r = via == :kernel ? require(feature) : Kernel.require(feature)
+      RESULTS << [label(feature), r]
+    rescue LoadError => e
+      RESULTS << [label(feature), e.class.name, e.message, e.path, e.backtrace.first.sub(__dir__, "TMP"),
+                  e.backtrace_locations&.first&.label]
+    rescue TypeError, ArgumentError => e
+      RESULTS << [feature.class.name, e.class.name, e.message]
+    end
+  RUBY
+
+  # require_script running `body`, which calls `try` for the requires it makes.
+  def script(load_path, body) = require_script(load_path, setup: TRY + body)
 
   def log_file(name) = "$log << #{name.inspect}"
 
@@ -212,7 +207,7 @@ class KernelRequireTest < Minitest::Test
         RESULTS << optional("opt/absent")
         try("absent", via: :singleton)
       RUBY
-      cold, warm = cold_then_warm(script(%W[#{dir}/e1 #{dir}/e2], code, stats: true))
+      cold, warm = cold_then_warm(script(%W[#{dir}/e1 #{dir}/e2], code))
       # The first boot leaves the first miss of each spelling Ruby's table might hold (all but
       # `absent.rb`) to Ruby's own search; every miss of the next one is loadscan's, sure.
       asked = MISSES.count { !_1.end_with?(".rb") }
@@ -228,7 +223,7 @@ class KernelRequireTest < Minitest::Test
   def test_files_created_after_a_miss_are_found
     with_files([["e/a.rb", log_file("a")], ["stash/moved/m.rb", log_file("moved/m")]]) do |dir|
       e = ->(rel) { File.join(dir, "e", rel).inspect }
-      code = script(["#{dir}/e"], <<~RUBY, stats: true)
+      code = script(["#{dir}/e"], <<~RUBY)
         # The tree as it was before any run (each run changes it).
         File.delete(#{e["later.rb"]}) if File.exist?(#{e["later.rb"]})
         FileUtils.rm_rf(#{e["sub"]})
@@ -260,7 +255,7 @@ class KernelRequireTest < Minitest::Test
       end
     RUBY
       code = script([], 'try("lateg"); try("lateg"); RESULTS << Gem.loaded_specs.key?("lateg") ' \
-                        '<< $LOADED_FEATURES.grep(/lateg/).size', stats: true)
+                        '<< $LOADED_FEATURES.grep(/lateg/).size')
       env = { "GEM_PATH" => "#{dir}/gems#{File::PATH_SEPARATOR}#{Gem.path.join(File::PATH_SEPARATOR)}" }
       stock, = run_both(code, env: env)
       assert_equal [["lateg", true], ["lateg", false], true, 1], stock.report["results"]
@@ -272,7 +267,7 @@ class KernelRequireTest < Minitest::Test
 
   def test_features_ruby_provides_itself
     features = %w[enumerator thread rational.so complex fiber.so ruby2_keywords enumerator.so thread.rb]
-    _, fast = assert_same_as_stock(script([], features.map { |f| "try(#{f.inspect})" }.join("\n"), stats: true))
+    _, fast = assert_same_as_stock(script([], features.map { |f| "try(#{f.inspect})" }.join("\n")))
     # Provided when Ruby starts: never left to Ruby's search as a miss its table of extensions
     # without a file might answer (one a file on the load path shares a name with is Ruby's to
     # decide: `loaded`).
