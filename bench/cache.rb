@@ -77,68 +77,79 @@ module Bench
 
     def ratios(a, b) = a.zip(b).map { |x, y| x / y }
 
+    # The tree's own gems (Bootsnap's, msgpack) and this Ruby's gem set.
+    def gem_path(dir) = [File.join(dir, "gems"), *::Fixtures::Bundle.ruby_gem_path].join(File::PATH_SEPARATOR)
+
     # Runs the benchmark for `opts` (sizes, reps) and publishes its tables.
     def run(opts)
-      lib = File.join(ROOT, "lib")
-      gem_path = ->(dir) { [File.join(dir, "gems"), *::Fixtures::Bundle.ruby_gem_path].join(File::PATH_SEPARATOR) }
-      stack = Fixtures.stack({ "GEM_PATH" => gem_path.("") })
+      stack = Fixtures.stack({ "GEM_PATH" => gem_path("") })
       warn "bench/cache.rb: #{stack[:line]}"
       system("cargo", "build", "--release", "-q", "--example", "cache", "-p", "loadscan-core", chdir: ROOT, exception: true)
+      rows = opts[:sizes].map { |n| measure(n, opts[:reps]) }
+      text = report(rows, stack, opts[:reps])
+      Runner.publish("cache", text, { stack: stack, reps: opts[:reps], rows: rows, table: text })
+    end
+
+    # One tree of `n` features, `reps` rounds: the figures of each round (`samples`), the file
+    # sizes and the RSS the index adds.
+    def measure(n, reps)
+      lib = File.join(ROOT, "lib")
       example = File.join(ROOT, "target/release/examples/cache")
-      rows = opts[:sizes].map do |n|
-        dir, roots, features = tree(n)
-        cache = File.join(dir, "loadscan-cache")
-        snap = File.join(dir, "bootsnap-cache")
-        FileUtils.rm_rf([cache, snap])
-        gem_env = { "GEM_PATH" => gem_path.(dir), "LOADSCAN_CACHE_DIR" => cache, "BENCH_BOOTSNAP_DIR" => snap, "RUBYOPT" => nil }
-        lp = "$LOAD_PATH.unshift(*#{roots.inspect})"
-        # Every directory listed up front (LOADSCAN_LAZY=0), so the cache holds all N features: a lazy
-        # boot that looks up only 'x' would list the entries' own directories and nothing below.
-        ruby(gem_env.merge("LOADSCAN_LAZY" => "0"),
-                        "#{lp}; require #{File.join(lib, "loadscan/setup").inspect}; Loadscan.lookup('x')")
-        env_key = ruby(gem_env, "require #{File.join(lib, "loadscan").inspect}; print Loadscan::Config.new.env_key")
-        roots_file = File.join(dir, "roots.txt")
-        feats_file = File.join(dir, "features.txt")
-        File.write(roots_file, roots.join("\n"))
-        File.write(feats_file, features.join("\n"))
+      dir, roots, features = tree(n)
+      cache = File.join(dir, "loadscan-cache")
+      snap = File.join(dir, "bootsnap-cache")
+      FileUtils.rm_rf([cache, snap])
+      gem_env = { "GEM_PATH" => gem_path(dir), "LOADSCAN_CACHE_DIR" => cache, "BENCH_BOOTSNAP_DIR" => snap, "RUBYOPT" => nil }
+      lp = "$LOAD_PATH.unshift(*#{roots.inspect})"
+      # Every directory listed up front (LOADSCAN_LAZY=0), so the cache holds all N features: a lazy
+      # boot that looks up only 'x' would list the entries' own directories and nothing below.
+      ruby(gem_env.merge("LOADSCAN_LAZY" => "0"),
+           "#{lp}; require #{File.join(lib, "loadscan/setup").inspect}; Loadscan.lookup('x')")
+      env_key = ruby(gem_env, "require #{File.join(lib, "loadscan").inspect}; print Loadscan::Config.new.env_key")
+      roots_file = File.join(dir, "roots.txt")
+      feats_file = File.join(dir, "features.txt")
+      File.write(roots_file, roots.join("\n"))
+      File.write(feats_file, features.join("\n"))
 
-        # Bootsnap set up as the boot benchmarks do it (bench/preludes/bootsnap.rb, cache in BENCH_BOOTSNAP_DIR).
-        boot_snap = "load #{Fixtures.prelude("bootsnap").inspect}"
-        ruby(gem_env, "#{lp}; #{boot_snap}; Bootsnap::LoadPathCache.load_path_cache.find('x')")
-        store = File.join(snap, "bootsnap", "load-path-cache")
-        store = Dir[File.join(snap, "**", "load-path-cache")].first unless File.exist?(store)
-        setup = lambda do |code|
-          ruby(gem_env, "#{lp}; t = Process.clock_gettime(Process::CLOCK_MONOTONIC); #{code}; " \
-                                   "print (Process.clock_gettime(Process::CLOCK_MONOTONIC) - t) * 1e3").to_f
-        end
-        s = Hash.new { |h, k| h[k] = [] }
-        summary = nil
-        opts[:reps].times do
-          out, st = Open3.capture2(example, File.join(cache, "loadscan.cache"), env_key, roots_file, feats_file, opts[:reps].to_s)
-          raise "#{example} failed" unless st.success?
-
-          lines = out.lines.map { |l| l.split.map(&:to_f) }
-          summary = lines.pop # hit_ns miss_ns features bytes rss_kb
-          us = lines.map { |l| (l[0] + l[1]) / 1000.0 }
-          s[:fresh_us] << us.first # the first rep: a fresh process's page faults
-          s[:load_us] << Stats.median(us.drop(1).empty? ? us : us.drop(1))
-          s[:hit_ns] << summary[0]
-          s[:miss_ns] << summary[1]
-          s[:bs_load_us] << ruby(gem_env, <<~RUBY).to_f
-            require "bootsnap"
-            t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-            store = Bootsnap::LoadPathCache::Store.new(#{store.inspect})
-            store.get(#{roots.first.inspect})
-            print (Process.clock_gettime(Process::CLOCK_MONOTONIC) - t) * 1e6
-          RUBY
-          s[:ls_setup_ms] << setup.call("load #{File.join(lib, "loadscan/setup.rb").inspect}; Loadscan.lookup(#{features.first.inspect})")
-          s[:bs_setup_ms] << setup.call("#{boot_snap}; Bootsnap::LoadPathCache.load_path_cache.find(#{features.first.inspect})")
-        end
-        warn "bench/cache.rb: #{n} features done"
-        { features: summary[2].to_i, loadscan_bytes: summary[3].to_i, bootsnap_bytes: File.size(store), loadscan_rss_kb: summary[4].to_i,
-          samples: s }
+      # Bootsnap set up as the boot benchmarks do it (bench/preludes/bootsnap.rb, cache in BENCH_BOOTSNAP_DIR).
+      boot_snap = "load #{Fixtures.prelude("bootsnap").inspect}"
+      ruby(gem_env, "#{lp}; #{boot_snap}; Bootsnap::LoadPathCache.load_path_cache.find('x')")
+      store = File.join(snap, "bootsnap", "load-path-cache")
+      store = Dir[File.join(snap, "**", "load-path-cache")].first unless File.exist?(store)
+      setup = lambda do |code|
+        ruby(gem_env, "#{lp}; t = Process.clock_gettime(Process::CLOCK_MONOTONIC); #{code}; " \
+                                 "print (Process.clock_gettime(Process::CLOCK_MONOTONIC) - t) * 1e3").to_f
       end
+      s = Hash.new { |h, k| h[k] = [] }
+      summary = nil
+      reps.times do
+        out, st = Open3.capture2(example, File.join(cache, "loadscan.cache"), env_key, roots_file, feats_file, reps.to_s)
+        raise "#{example} failed" unless st.success?
 
+        lines = out.lines.map { |l| l.split.map(&:to_f) }
+        summary = lines.pop # hit_ns miss_ns features bytes rss_kb
+        us = lines.map { |l| (l[0] + l[1]) / 1000.0 }
+        s[:fresh_us] << us.first # the first rep: a fresh process's page faults
+        s[:load_us] << Stats.median(us.drop(1).empty? ? us : us.drop(1))
+        s[:hit_ns] << summary[0]
+        s[:miss_ns] << summary[1]
+        s[:bs_load_us] << ruby(gem_env, <<~RUBY).to_f
+          require "bootsnap"
+          t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          store = Bootsnap::LoadPathCache::Store.new(#{store.inspect})
+          store.get(#{roots.first.inspect})
+          print (Process.clock_gettime(Process::CLOCK_MONOTONIC) - t) * 1e6
+        RUBY
+        s[:ls_setup_ms] << setup.call("load #{File.join(lib, "loadscan/setup.rb").inspect}; Loadscan.lookup(#{features.first.inspect})")
+        s[:bs_setup_ms] << setup.call("#{boot_snap}; Bootsnap::LoadPathCache.load_path_cache.find(#{features.first.inspect})")
+      end
+      warn "bench/cache.rb: #{n} features done"
+      { features: summary[2].to_i, loadscan_bytes: summary[3].to_i, bootsnap_bytes: File.size(store), loadscan_rss_kb: summary[4].to_i,
+        samples: s }
+    end
+
+    # The two tables, for `rows` (measure's).
+    def report(rows, stack, reps)
       t1 = rows.map do |r|
         s = r[:samples]
         [r[:features].to_s, r[:loadscan_bytes].to_s, r[:bootsnap_bytes].to_s, format("%.2f", r[:loadscan_bytes].fdiv(r[:bootsnap_bytes])),
@@ -151,7 +162,7 @@ module Bench
         [r[:features].to_s, spread(s[:ls_setup_ms]), spread(s[:bs_setup_ms]),
          spread(ratios(s[:ls_setup_ms], s[:bs_setup_ms]))]
       end
-      text = +"#{stack[:line]}; #{ROOTS} lib dirs per tree; median [lowest–highest] of #{opts[:reps]} rounds, " \
+      text = +"#{stack[:line]}; #{ROOTS} lib dirs per tree; median [lowest–highest] of #{reps} rounds, " \
               "ratios per round (paired)\n\n"
       text << "Cache file, load + first lookup (ls: loadscan's example, in one process and as a fresh process's first read; " \
               "bs: Bootsnap's Store.new + first get, a fresh process), lookups, RSS the index adds\n"
@@ -159,7 +170,6 @@ module Bench
                               hit_ns(ls) miss_ns(ls) rss_kb(ls)], t1)
       text << "\n\nWarm setup to the first answer (revalidation of #{ROOTS} roots included), a fresh process each\n"
       text << Runner.table(%w[features setup_ms(ls) setup_ms(bs) ls/bs], t2)
-      Runner.publish("cache", text, { stack: stack, reps: opts[:reps], rows: rows, table: text })
     end
   end
 end
