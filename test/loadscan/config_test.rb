@@ -299,7 +299,8 @@ class ConfigTest < Minitest::Test
     with_files([["e/a.rb", "$log << :a"]]) do |dir|
       code = "$LOAD_PATH.unshift(#{"#{dir}/e".inspect}); $log = []; require 'a'; report('log' => $log, 'r' => require('a'))"
       BAD.each do |name, (value, message, _, _)|
-        env = { name => value }
+        # HOME in the test's dir: a bad LOADSCAN_CACHE_DIR falls back to the user's cache dir.
+        env = { name => value, "HOME" => "#{dir}/home", "XDG_CACHE_HOME" => nil }
         _, fast = assert_same_as_stock(code, env: env, quiet: false)
         warnings = fast.stderr.lines.grep(/loadscan/)
         assert_equal 1, warnings.size, "#{name}=#{value}: #{fast.stderr}"
