@@ -2,6 +2,7 @@
 
 require "open3"
 require_relative "paths"
+require_relative "../../fixtures/bounded"
 require "json"
 
 module Loadscan
@@ -118,9 +119,8 @@ module Loadscan
         read_process(env, bounded(cmd, timeout), chdir)
       end
 
-      # `cmd` under `timeout` (coreutils'): SIGTERM after `seconds` to the process group,
-      # SIGKILL 5 s later (a process hung with the GVL held never handles SIGTERM).
-      def bounded(cmd, seconds) = seconds ? ["timeout", "--kill-after=5", seconds.to_s, *cmd] : cmd
+      # `cmd` under `timeout` seconds, as the generators bound theirs (fixtures/bounded.rb).
+      def bounded(cmd, seconds) = Fixtures.bounded(cmd, seconds)
 
       # Spawns `cmd` with no stdin and reads its stdout and stderr to the end; a block gets the
       # pid while it runs. [stdout, stderr, status].
