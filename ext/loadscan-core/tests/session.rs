@@ -291,11 +291,13 @@ fn a_miss_in_another_checkout_validated_by_listing_is_sure_while_its_names_are_t
     // The next job's checkout, at the same path.
     std::fs::remove_dir_all(t.path("lib")).unwrap();
     t.file("lib/a/b.rb").file("lib/c.rb");
+    age(&t.root);
     let mut next = by_listing();
     let stats = next.stats(&Counters::new());
     assert_eq!((stats.roots_from_cache, stats.roots_scanned), (1, 0), "served from the cache");
     assert_eq!(next.find(b"a/nope.rb", &InPlace), sure_miss(Want::Rb));
     assert_eq!(next.find(b"nope.rb", &InPlace), sure_miss(Want::Rb));
+    assert_eq!(next.find(b"a/nope.rb", &InPlace), sure_miss(Want::Rb), "again, from the stamp seen then");
     // A file that appears since is never missed: Ruby searches.
     t.file("lib/a/nope.rb");
     assert_eq!(next.find(b"a/nope.rb", &InPlace), Err(Reason::Missing));

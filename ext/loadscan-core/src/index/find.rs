@@ -3,10 +3,10 @@
 //! depends on), settle a miss (is it sure? [`Index::confirm_missing`]), and give the [`Answer`]
 //! — the file, or a sure miss — or why Ruby's own search must answer.
 
-use super::{path_of_bytes, Index, Located, Query, Reason, RootId, Want};
+use super::{now_ns, path_of_bytes, Index, Located, Query, Reason, RootId, Want};
 use crate::blocking::Blocking;
 use crate::relpath;
-use crate::scan::{dir_digest, list_deferred, DirRecord, Kind};
+use crate::scan::{dir_digest, list_deferred, DirRecord, DirStamp, Kind};
 use crate::store::{stamp_differs, Validation};
 
 /// What [`Index::find`] answers when the index is sure of every entry: how the feature was
@@ -89,13 +89,35 @@ impl Index {
                 Err(_) => true,
                 Ok(md) if !md.is_dir() => true,
                 Ok(md) => self.dir_record(id as RootId, rel).is_some_and(|rec| {
-                    !stamp_differs(&md, &rec, root.scanned_at_ns)
-                        || self.policy.validation == Validation::Listing
-                            && !rec.stamp.is_unsettled()
-                            && dir_digest(path_of_bytes(&dir)).is_ok_and(|d| d == rec.digest)
+                    !stamp_differs(&md, &rec, root.scanned_at_ns) || self.has_names_listed(id as RootId, &dir, rec, &md)
                 }),
             }
         })
+    }
+
+    /// Validated by listing, whether the directory `dir` (root `id`'s record `rec`, whose stamp
+    /// differs: another checkout's) still has the names listed, by its digest. Once it has, the
+    /// stamp seen just before is remembered with the time, and a later miss there is settled by
+    /// [`stamp_differs`] against it (a `stat`, not a listing), as against a listing's record.
+    fn has_names_listed(&self, id: RootId, dir: &[u8], rec: DirRecord, md: &std::fs::Metadata) -> bool {
+        if self.policy.validation != Validation::Listing || rec.stamp.is_unsettled() {
+            return false;
+        }
+        let key = (id, rec.rel.clone());
+        let seen = self.same_names.lock().ok().and_then(|m| m.get(&key).copied());
+        if let Some((stamp, at)) = seen {
+            if !stamp_differs(md, &DirRecord { stamp, ..rec.clone() }, at) {
+                return true;
+            }
+        }
+        let at = now_ns(); // before the listing: a change in the same tick counts as one
+        let same = dir_digest(path_of_bytes(dir)).is_ok_and(|d| d == rec.digest);
+        if same {
+            if let Ok(mut m) = self.same_names.lock() {
+                m.insert(key, (DirStamp::of(md), at));
+            }
+        }
+        same
     }
 
     /// The record of the directory `rel` of root `id`, from whichever listing holds it.

@@ -154,7 +154,15 @@ pub struct Index {
     lazy: LazyStats,
     /// Features Ruby's own search could not load: their misses can be sure (`linked_in`).
     not_linked_in: NotLinkedIn,
+    /// Validated by listing: directories whose records carry another checkout's stamps that
+    /// [`Index::confirm_missing`] found with the names listed, and the stamp it saw then and
+    /// when (`find.rs`): a later miss there costs a `stat`, as after a listing of this process.
+    same_names: std::sync::Mutex<FxHashMap<(RootId, Vec<u8>), SeenAt>>,
 }
+
+/// A directory's stamp as seen, and when (ns since the epoch): a record of its own for
+/// [`crate::store::stamp_differs`].
+type SeenAt = (crate::scan::DirStamp, i64);
 
 fn bytes(p: &Path) -> &[u8] {
     use std::os::unix::ffi::OsStrExt;

@@ -23,6 +23,7 @@ impl Index {
             problems: Vec::new(),
             lazy: Default::default(),
             not_linked_in: Default::default(),
+            same_names: Default::default(),
         }
     }
 
