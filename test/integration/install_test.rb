@@ -55,7 +55,7 @@ class InstallTest < Minitest::Test
     assert_equal [dry[0].sub("--dry-run: nothing written\n", ""), "changed Gemfile, config/boot.rb#{docker}"],
                  [install[0].sub(/changed .*\n\z/, ""), install[0][/changed [^;\n]*/]]
     assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", 0], [again[0].lines.last, again[1]]
-    assert_equal @fx[:after]["config/boot.rb"], installed_boot(@fx[:before]["config/boot.rb"])
+    assert_equal installed_boot(@fx[:before]["config/boot.rb"]), @fx[:after]["config/boot.rb"]
     assert_match(/\ngem "loadscan", require: "loadscan\/railtie" # a load-path cache for require\n\z/, @fx[:after]["Gemfile"])
 
     assert_boots_engaged(@fx[:app], @fx[:env])

@@ -48,7 +48,7 @@ class RailsTest < Minitest::Test
   def test_runner_in_production
     stock, = assert_runner_like_stock(app, production)
     assert_equal ["production", true], stock.report["rails"].values_at(1, 2)
-    %w[app/models/widget.rb app/controllers/probe_controller.rb lib/worker_probe.rb].each do |file|
+    ["app/models/widget.rb", "app/controllers/probe_controller.rb", RailsApp::Files.probe_path(RailsApp.series)].each do |file|
       assert_includes stock.loaded_features, File.join(app, file)
     end
   end

@@ -135,9 +135,14 @@ module Loadscan
 
         module_function
 
+        # Where WorkerProbe goes: lib/, which Rails 7.1 and later autoload and eager load
+        # (`config.autoload_lib` in the generated config); on 6.1, app/lib/, as every directory of app/.
+        def probe_path(series) = Gem::Version.new(series) >= Gem::Version.new("7.1") ? "lib/worker_probe.rb" : "app/lib/worker_probe.rb"
+
         # Writes them into the app of Rails `series` ("7.2", "6.1").
         def write(app, series)
           ADDED.each do |path, text|
+            path = probe_path(series) if path == "lib/worker_probe.rb"
             FileUtils.mkdir_p(File.dirname(File.join(app, path)))
             File.write(File.join(app, path), text.sub("SERIES", series))
           end
