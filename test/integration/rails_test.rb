@@ -20,7 +20,7 @@ class RailsTest < Minitest::Test
   REPORT = <<~RUBY
     File.binwrite(ENV.fetch("LOADSCAN_TEST_REPORT"), Marshal.dump(
       "loaded_features" => $LOADED_FEATURES.dup, "rails" => [Rails.version, Rails.env.to_s, Rails.application.config.eager_load],
-      "bootsnap" => defined?(Bootsnap) ? [Bootsnap::LoadPathCache.enabled?, RubyVM::InstructionSequence.respond_to?(:load_iseq)] : nil,
+      "bootsnap" => defined?(Bootsnap) ? [Bootsnap::LoadPathCache.enabled?, #{RailsApp::ISEQ_CACHE}] : nil,
       "stats" => (Loadscan.stats if defined?(Loadscan.active?) && Loadscan.active?)))
   RUBY
   RUNNER = [RbConfig.ruby, "bin/rails", "runner", REPORT].freeze
