@@ -107,6 +107,61 @@ class InstallerTest < Minitest::Test
     end
   end
 
+  # Issue 34 (7): files `eval_gemfile` names are read through, relative to the file naming
+  # them (a `gem "loadscan"` there is loadscan's line); each: the Gemfile, the files it
+  # evaluates, and whether install adds the line.
+  EVALUATED = [
+    [%(eval_gemfile "Gemfile.common"\n), { "Gemfile.common" => %(gem "loadscan"\n) }, false],
+    [%(eval_gemfile File.expand_path("gemfiles/base.rb", __dir__)\n),
+     { "gemfiles/base.rb" => %(eval_gemfile "tools.rb"\n), "gemfiles/tools.rb" => %(gem "loadscan", require: false\n) }, false],
+    [%(source "https://rubygems.org"\neval_gemfile "Gemfile.common"\n), { "Gemfile.common" => %(gem "rack"\n) }, true],
+    [%(eval_gemfile "Gemfile.local" if File.exist?("Gemfile.local")\n), { "Gemfile.local" => %(gem "pry"\n) }, true],
+  ].freeze
+
+  def test_a_gemfile_evaluating_others_is_read_through
+    EVALUATED.each do |gemfile, others, added|
+      with_files([["Gemfile", gemfile], ["config/boot.rb", %(require "bundler/setup"\n)], *others.to_a]) do |dir|
+        out, err, status = install(dir)
+        assert_equal [0, ""], [status, err], gemfile
+        assert_equal added ? gemfile + LOADSCAN_LINE : gemfile, files(dir)["Gemfile"], gemfile
+        assert_includes out, "changed #{added ? "Gemfile, config/boot.rb" : "config/boot.rb"}", gemfile
+        others.each { |rel, text| assert_equal text, File.read(File.join(dir, rel)), "#{rel} is never written" }
+      end
+    end
+  end
+
+  # Gemfiles whose declarations install cannot see, refused naming the line (nothing written);
+  # and one whose evaluated file names loadscan only for some boots.
+  UNSEEN = [
+    [%(source "https://rubygems.org"\neval_gemfile "missing.rb"\n), {}, /Gemfile line 2 \(eval_gemfile "missing.rb"\) declares gems through `eval_gemfile` of missing.rb, which could not be read \(No such file/],
+    [%(eval_gemfile ENV.fetch("SHARED_GEMFILE")\n), {}, /line 1 .* through `eval_gemfile` of a path that is not a string literal/],
+    [%(eval_gemfile "a.rb"\n), { "a.rb" => %(eval_gemfile "b.rb"\n), "b.rb" => %(eval_gemfile "a.rb"\n) }, /b.rb line 1 \(eval_gemfile "a.rb"\) .*a cycle/],
+    [%(eval_gemfile "fifo"\n), { "fifo" => :fifo }, /which is not a regular file \(fifo\)/],
+    [%(instance_eval(File.read("Gemfile.shared"))\n), { "Gemfile.shared" => %(gem "loadscan"\n) }, /line 1 \(instance_eval\(File.read\("Gemfile.shared"\)\)\) declares gems through `instance_eval`/],
+    [%(gem "rack"\n%w[loadscan pry].each { |g| gem g }\n), {}, /line 2 \(%w\[loadscan pry\].each \{ \|g\| gem g \}\) declares gems through `gem`/],
+    [%(group :test do\n  send(:gem, "loadscan")\nend\n), {}, /line 2 .* through `send`/],
+  ].freeze
+
+  def test_refuses_a_gemfile_declaring_gems_it_cannot_read
+    UNSEEN.each do |gemfile, others, message|
+      with_files([["Gemfile", gemfile], ["config/boot.rb", %(require "bundler/setup"\n)], *others.reject { |_, t| t == :fifo }]) do |dir|
+        others.each { |rel, t| system("mkfifo", File.join(dir, rel), exception: true) if t == :fifo }
+        before = files(dir)
+        out, err, status = install(dir)
+        assert_equal ["", 1], [out, status], gemfile
+        assert_match message, err, gemfile
+        assert_includes err, "cannot tell whether every boot's bundle has loadscan; add a top-level `gem \"loadscan\"` line by hand"
+        assert_equal before, files(dir), gemfile
+      end
+    end
+    with_files([["Gemfile", %(group :development do\n  eval_gemfile "dev.rb"\nend\n)], ["dev.rb", %(gem "rack"\ngem "loadscan"\n)],
+                ["config/boot.rb", %(require "bundler/setup"\n)]]) do |dir|
+      out, err, status = install(dir)
+      assert_equal ["", 1], [out, status]
+      assert_includes err, "Gemfile names loadscan only for some boots: dev.rb line 2 (gem \"loadscan\"), inside `group :development do`"
+    end
+  end
+
   def test_bootsnap_already_without_its_load_path_cache_is_kept
     boot = %(require "bundler/setup"\nrequire "bootsnap"\nBootsnap.setup(cache_dir: "tmp/cache",\n  load_path_cache: false)\n)
     with_files([["Gemfile", GEMFILE], ["config/boot.rb", boot]]) do |dir|
