@@ -24,7 +24,6 @@ class InstallTest < Minitest::Test
   # Rails 6.1's generator adds these to a non-minimal app (`--minimal` skips Bootsnap).
   BOOTSNAP_GEM = %(gem 'bootsnap', '>= 1.4.4', require: false\n)
   BOOTSNAP_BOOT = %(require "bootsnap/setup" # Speed up boot time by caching expensive operations.\n)
-  NO_LOAD_PATH_CACHE = %(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache\n)
   REPORT = <<~RUBY
     File.binwrite(ENV.fetch("LOADSCAN_TEST_REPORT"), Marshal.dump(
       "engaged" => defined?(Loadscan) && Loadscan.engaged?, "loaded_features" => $LOADED_FEATURES.dup,
@@ -52,7 +51,7 @@ class InstallTest < Minitest::Test
     assert_equal [dry[0].sub("--dry-run: nothing written\n", ""), "changed Gemfile, config/boot.rb#{", Dockerfile" if @fx[:rails81]}"],
                  [install[0].sub(/changed .*\n\z/, ""), install[0][/changed [^;\n]*/]]
     assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", 0], again
-    boot = @fx[:before]["config/boot.rb"].sub(/^require "bootsnap/, "require \"loadscan/setup\"\n#{NO_LOAD_PATH_CACHE}require \"bootsnap")
+    boot = @fx[:before]["config/boot.rb"].sub(/^require "bootsnap/, "require \"loadscan/setup\"\nrequire \"bootsnap")
     assert_equal boot, @fx[:after]["config/boot.rb"]
     assert_match(/\ngem "loadscan", require: "loadscan\/railtie" # a load-path cache for require\n\z/, @fx[:after]["Gemfile"])
 
