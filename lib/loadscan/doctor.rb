@@ -50,8 +50,8 @@ module Loadscan
         report["setting_problems"] = config.problems
       end
       report["stats"] = Loadscan.stats&.transform_keys(&:to_s)
-      if defined?(Bootsnap::LoadPathCache) && Bootsnap::LoadPathCache.respond_to?(:enabled) # Bootsnap set up by the boot
-        report["bootsnap_load_path_cache"] = Bootsnap::LoadPathCache.enabled ? "on" : "off"
+      if defined?(Bootsnap::LoadPathCache) && Bootsnap::LoadPathCache.respond_to?(:enabled?) # Bootsnap loaded by the boot
+        report["bootsnap_load_path_cache"] = Bootsnap::LoadPathCache.enabled? ? "on" : "off"
         report["bootsnap_turned_off_by_loadscan"] = Loadscan.respond_to?(:bootsnap) && Loadscan.bootsnap == :turned_off
       end
       File.binwrite(ARGV.fetch(0), Marshal.dump(report))
