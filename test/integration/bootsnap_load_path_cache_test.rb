@@ -63,6 +63,22 @@ class BootsnapLoadPathCacheTest < Minitest::Test
     end
   end
 
+  # Without Bootsnap, on every Ruby: what `loadscan/setup` leaves in the variable `bootsnap/setup`
+  # reads, for each value it finds there, engaged or not (LOADSCAN_DISABLE=1), and what
+  # Loadscan.stats says.
+  def test_setup_sets_bootsnaps_variable_only_when_engaged_and_takes_back_its_own
+    code = %(report([ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"], Loadscan.stats&.fetch(:bootsnap_load_path_cache)]))
+    [[{}, ["loadscan", :turned_off]],
+     [{ "DISABLE_BOOTSNAP_LOAD_PATH_CACHE" => "loadscan" }, ["loadscan", :turned_off]],
+     [{ "DISABLE_BOOTSNAP_LOAD_PATH_CACHE" => "1" }, ["1", :off]],
+     [{ "LOADSCAN_DISABLE" => "1" }, [nil, nil]],
+     [{ "LOADSCAN_DISABLE" => "1", "DISABLE_BOOTSNAP_LOAD_PATH_CACHE" => "loadscan" }, [nil, nil]], # an engaged parent's
+     [{ "LOADSCAN_DISABLE" => "1", "DISABLE_BOOTSNAP_LOAD_PATH_CACHE" => "0" }, ["0", nil]]].each do |env, expected|
+      run = run_ruby!(code, loadscan: true, env: env)
+      assert_equal expected, run.report, env.inspect
+    end
+  end
+
   private
 
   # A warm boot of the app (`bin/rails runner`, a first run warming Bootsnap's caches), under
