@@ -15,8 +15,9 @@ module Loadscan
       BUNDLER_LINE = /\A\s*require[ (]\s*["']bundler\/setup["']\s*\)?\s*(#.*)?\z/
       BOOTSNAP_LINE = /\A\s*require[ (]\s*["']bootsnap\/setup["']\s*\)?\s*(#.*)?\z/
       LOADSCAN_SETUP = %(require "loadscan/setup")
-      # What `loadscan install` wrote before `require "bootsnap/setup"` until issue 34: removed.
-      OLD_NO_LOAD_PATH_CACHE = %(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache)
+      NO_LOAD_PATH_CACHE_VAR = "DISABLE_BOOTSNAP_LOAD_PATH_CACHE"
+      # What `loadscan install` wrote before `require "bootsnap/setup"` until issue 34: taken out.
+      OLD_NO_LOAD_PATH_CACHE = %(ENV["#{NO_LOAD_PATH_CACHE_VAR}"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache)
 
       module_function
 
@@ -108,7 +109,6 @@ module Loadscan
         line
       end
 
-      NO_LOAD_PATH_CACHE_VAR = "DISABLE_BOOTSNAP_LOAD_PATH_CACHE"
       BOOTSNAP_FORMS = "`require \"bootsnap/setup\"` (or a `Bootsnap.setup` with `load_path_cache: false`)"
 
       # A hand-written `Bootsnap.setup(..., load_path_cache: false)` (with `require "bootsnap"`),
