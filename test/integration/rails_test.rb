@@ -72,7 +72,7 @@ class RailsTest < Minitest::Test
         RailsApp.boot(app, RUNNER, env: env.merge("LOADSCAN_CACHE_DIR" => cache)) # both caches cold
         assert_operator Dir[File.join(bootsnap, "**", "*")].count { |f| File.file?(f) }, :>, 100, "Bootsnap's compile cache was filled"
         warm = RailsApp.boot(app, RUNNER, env: env.merge("LOADSCAN_CACHE_DIR" => cache))
-        stock = RailsApp.boot(app, RUNNER, loadscan: false, env: env)
+        stock = RailsApp.boot(app, RUNNER, loadscan: false, env: env.merge(RailsApp::STOCK))
         assert_same_run stock, warm, "rails + bootsnap", only: %w[rails bootsnap]
         assert_equal [false, true], warm.report["bootsnap"], "Bootsnap: load-path cache, compile cache"
         assert_answered warm.report["stats"], stock.loaded_features.size, "rails + bootsnap"
@@ -96,7 +96,7 @@ class RailsTest < Minitest::Test
         end
         workers = FileUtils.mkdir_p(File.join(tmp, "workers-#{loadscan}")).first
         run = run_ruby(command: [RbConfig.ruby, "bin/rails", "test"], loadscan: loadscan, chdir: app, timeout: 300,
-                       env: RailsApp.env(app).merge("LOADSCAN_TEST_WORKERS" => workers))
+                       env: RailsApp.env(app).merge("LOADSCAN_TEST_WORKERS" => workers).merge(loadscan ? {} : RailsApp::STOCK))
         assert run.success?, "bin/rails test (loadscan: #{loadscan}) failed:\n#{run.stdout}#{run.stderr}"
         # (Rails 7 says so; 6.1 forks as many silently.)
         assert_includes run.stdout, "Running 4 tests in parallel using 2 processes" if RailsApp.rails72?
@@ -117,7 +117,7 @@ class RailsTest < Minitest::Test
   def test_puma_in_cluster_mode
     with_own_app("loadscan-rails-server") do |app, tmp|
       server = RailsApp::Server.new(app, tmp)
-      stock = server.run(loadscan: false)
+      stock = server.run(loadscan: false, env: RailsApp::STOCK)
       cache = File.join(tmp, "loadscan-cache")
       ours = server.run(loadscan: true, env: { "LOADSCAN_CACHE_DIR" => cache }, trace: true)
       [stock, ours].each do |run|
@@ -146,7 +146,7 @@ class RailsTest < Minitest::Test
   # stderr, engaged, answering most requires, and warm, at most a tenth of stock's failed openat calls.
   def assert_runner_like_stock(app, env)
     env = SECRET.merge(env)
-    stock = RailsApp.boot(app, RUNNER, loadscan: false, env: env, strace: true)
+    stock = RailsApp.boot(app, RUNNER, loadscan: false, env: env.merge(RailsApp::STOCK), strace: true)
     Dir.mktmpdir("loadscan-cache") do |cache|
       env = env.merge("LOADSCAN_CACHE_DIR" => cache)
       cold = RailsApp.boot(app, RUNNER, env: env)

@@ -22,6 +22,10 @@ module Loadscan
       VERSION = Fixtures::RailsApp::RAILS
       # Production's database on Rails 7.2 (the generated database.yml names none).
       PRODUCTION = { "RAILS_ENV" => "production", "DATABASE_URL" => Fixtures::RailsApp::PRODUCTION_DB }.freeze
+      # What a stock boot adds to its environment: Bootsnap's load-path cache off, as loadscan/setup
+      # turns it off where it is engaged (config/boot.rb requires it before bootsnap/setup), so
+      # that the stock boot's `require` is Ruby's own beside the same compile cache.
+      STOCK = { "DISABLE_BOOTSNAP_LOAD_PATH_CACHE" => "1" }.freeze
       # Ruby code for the boots' reports: whether Bootsnap's compile cache is on, i.e. has a cache
       # dir (Bootsnap 1.26 puts its InstructionSequence hook in place whenever it is loaded, set up or not).
       ISEQ_CACHE = "!!(defined?(Bootsnap::CompileCache::ISeq) && Bootsnap::CompileCache::ISeq.cache_dir)"
