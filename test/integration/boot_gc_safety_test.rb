@@ -3,6 +3,7 @@
 require_relative "../test_helper"
 require_relative "../support/bundler_app"
 require "json"
+require_relative "../../fixtures/rails_app"
 
 # What a stock program does never fails, hangs or grows because GC is deferred during the boot
 # (issue 34's round-4 scenarios): each program runs stock, with loadscan's default (LOADSCAN_GC
@@ -101,5 +102,48 @@ class BootGCSafetyTest < Minitest::Test
       report([r.respond_to?(:value) ? r.value : r.take, GC.singleton_class.instance_methods(false).grep(/loadscan/)])
     RUBY
     assert_equal [[[false, true, false], []]] * 4, reports.values, reports.inspect
+  end
+
+  # A Rack app that is not Rails, under Puma's cluster mode with preload (through Bundler, a real
+  # Gemfile.lock, this Ruby's Puma from bin/setup-rails-gems): Puma warns about threads started
+  # in the app's boot; loadscan starts none.
+  def test_puma_cluster_with_preload_logs_no_thread_warning
+    gems = Fixtures::RailsApp
+    skip "no Puma for this Ruby (bin/setup-rails-gems)" if Dir[File.join(gems.home, "specifications", "puma-*.gemspec")].empty?
+    Dir.mktmpdir("loadscan-puma") do |dir|
+      app = File.join(File.realpath(dir), "app")
+      FileUtils.mkdir_p(app)
+      env = { "GEM_HOME" => gems.home, "GEM_PATH" => gems.gem_dirs.join(File::PATH_SEPARATOR), "NIO4R_PURE" => "true" }
+      App.lock(app, %w[rack puma], extra_env: env)
+      File.write(File.join(app, "config.ru"), "run ->(_) { [200, {}, [\"ok\"]] }\n")
+      File.write(File.join(app, "puma.rb"), "workers 2\npreload_app!\nbind \"unix://#{app}/puma.sock\"\n")
+      { "stock" => {} }.merge(MODES).each do |name, mode|
+        log = puma_log(app, App.env(app).merge(env).merge(mode).merge("RUBYOPT" => name == "stock" ? nil : "-r#{SETUP}"))
+        assert_match(/Worker 1 \(PID: \d+\) booted/, log, "#{name}: Puma booted")
+        refute_match(/Detected \d+ Thread/, log, "#{name}: no thread warning")
+      end
+    end
+  end
+
+  private
+
+  # Puma's output from its start until both workers booted (then it is stopped).
+  def puma_log(app, env)
+    log = File.join(app, "puma.log")
+    File.write(log, "")
+    pid = Process.spawn(env, File.join(App::BINDIR, "bundle"), "exec", "puma", "-C", "puma.rb",
+                        chdir: app, out: log, err: %i[child out], pgroup: true)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 90
+    sleep 0.2 until File.read(log).include?("Worker 1 (PID") || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    File.read(log)
+  ensure
+    if pid
+      begin
+        Process.kill(:TERM, -pid)
+      rescue SystemCallError
+        nil
+      end
+      Process.wait(pid)
+    end
   end
 end
