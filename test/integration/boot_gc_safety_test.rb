@@ -115,10 +115,14 @@ class BootGCSafetyTest < Minitest::Test
       FileUtils.mkdir_p(app)
       env = { "GEM_HOME" => gems.home, "GEM_PATH" => gems.gem_dirs.join(File::PATH_SEPARATOR), "NIO4R_PURE" => "true" }
       App.lock(app, %w[rack puma], extra_env: env)
-      File.write(File.join(app, "config.ru"), "run ->(_) { [200, {}, [\"ok\"]] }\n")
+      # The app sets loadscan up in its own boot, which Puma watches for threads.
+      File.write(File.join(app, "config.ru"), <<~RUBY)
+        require "loadscan/setup" unless ENV["LOADSCAN_TEST_STOCK"]
+        run ->(_) { [200, {}, ["ok"]] }
+      RUBY
       File.write(File.join(app, "puma.rb"), "workers 2\npreload_app!\nbind \"unix://#{app}/puma.sock\"\n")
-      { "stock" => {} }.merge(MODES).each do |name, mode|
-        log = puma_log(app, App.env(app).merge(env).merge(mode).merge("RUBYOPT" => name == "stock" ? nil : "-r#{SETUP}"))
+      { "stock" => { "LOADSCAN_TEST_STOCK" => "1" } }.merge(MODES).each do |name, mode|
+        log = puma_log(app, App.env(app).merge(env).merge(mode))
         assert_match(/Worker 1 \(PID: \d+\) booted/, log, "#{name}: Puma booted")
         refute_match(/Detected \d+ Thread/, log, "#{name}: no thread warning")
       end
