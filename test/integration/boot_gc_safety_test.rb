@@ -135,7 +135,8 @@ class BootGCSafetyTest < Minitest::Test
   def puma_log(app, env)
     log = File.join(app, "puma.log")
     File.write(log, "")
-    pid = Process.spawn(env, File.join(App::BINDIR, "bundle"), "exec", "puma", "-C", "puma.rb",
+    # `ruby -S`: Debian's Puma (3.3's stack) has a binstub for /usr/bin/ruby.
+    pid = Process.spawn(env, File.join(App::BINDIR, "bundle"), "exec", App::RUBY, "-S", "puma", "-C", "puma.rb",
                         chdir: app, out: log, err: %i[child out], pgroup: true)
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 90
     sleep 0.2 until File.read(log).include?("Worker 1 (PID") || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
