@@ -172,7 +172,7 @@ module Loadscan
                    require_relative "loadscan/last_boot" # not through `require` (the autoload): not a require of the app's
                    LastBoot.gc_end(config.cache_dir, BootGC.key)
                  end
-      rails = config.gc == :auto && caller_locations.any? { |l| l.path.to_s.end_with?("/config/boot.rb") }
+      rails = config.gc == :auto && caller_locations.any? { |l| (l.absolute_path || l.path).to_s.end_with?("/config/boot.rb") }
       BootGC.start(mode: config.gc, last_end: last_end, rails: rails)
     end
 

@@ -39,6 +39,8 @@ class BootGCTest < Minitest::Test
       FileUtils.mkdir_p(app)
       App.lock(app, %w[rack])
       File.write(File.join(app, "boot.rb"), BOOT)
+      FileUtils.mkdir_p(File.join(app, "config"))
+      File.write(File.join(app, "config", "boot.rb"), "load File.expand_path(\"../boot.rb\", __dir__)\n")
       app
     end
   end
@@ -51,12 +53,13 @@ class BootGCTest < Minitest::Test
     skip "GC is deferred on Ruby 3.4 and later only" unless DEFERS || name.include?("doctor")
   end
 
-  def boot(body, stock: false, env: {})
+  # `script`: the file Ruby runs (config/boot.rb loads boot.rb, as a Rails app's bin/rails does).
+  def boot(body, stock: false, env: {}, script: "boot.rb")
     env = { "LOADSCAN_GC" => "on" }.merge(env)
     Dir.mktmpdir("loadscan-boot-body") do |tmp|
       file = File.join(tmp, "body.rb")
       File.write(file, body)
-      run = run_ruby!(command: [App::RUBY, "boot.rb"], loadscan: stock ? false : nil, chdir: self.class.app, timeout: 120,
+      run = run_ruby!(command: [App::RUBY, script], loadscan: stock ? false : nil, chdir: self.class.app, timeout: 120,
                       env: App.env(self.class.app).merge("BOOT_BODY" => file).merge(env))
       assert_empty run.stderr.lines.grep(/loadscan/), run.stderr
       run.report
@@ -85,6 +88,22 @@ class BootGCTest < Minitest::Test
     assert_operator off["during"], :>, 1, "LOADSCAN_GC=off: GC runs during the boot"
     assert_equal [false, "booted", true], off["gc"].values_at(:deferred, :ended_by).push(off["watched"])
     assert_operator off["gc"][:runs], :>, off["gc"][:runs_before_setup]
+  end
+
+  # By default (LOADSCAN_GC=auto) GC is deferred only where the boot has a known end: set up from
+  # a Rails app's config/boot.rb, or a program whose last boot said it had booted; a script that
+  # never says so is not deferred.
+  def test_by_default_only_a_boot_with_a_known_end_is_deferred
+    Dir.mktmpdir("loadscan-cache") do |cache|
+      auto = { "LOADSCAN_GC" => nil, "LOADSCAN_CACHE_DIR" => cache }
+      figures = "report(gc_figures.slice(:deferred, :not_deferred))"
+      assert_equal({ deferred: true, not_deferred: nil }, boot(figures, env: auto, script: "config/boot.rb"))
+      script = boot(figures, env: auto)
+      assert_equal [false, /no known end/], [script[:deferred], script[:not_deferred][/no known end/] && /no known end/]
+      assert_equal false, boot("booted!\n#{figures}", env: auto)[:deferred], "its first boot: nothing known yet"
+      assert_equal({ deferred: true, not_deferred: nil }, boot("#{figures}\nbooted!", env: auto), "it said booted! last time")
+      assert_equal({ deferred: false, not_deferred: "off" }, boot(figures, env: auto.merge("LOADSCAN_GC" => "off"), script: "config/boot.rb"))
+    end
   end
 
   # The app's own GC.disable and GC.enable during the boot answer as in stock, and the GC is left
