@@ -196,6 +196,24 @@ class BootGCTest < Minitest::Test
     end
   end
 
+  # Memory stays bounded while GC is deferred, whatever survives: a sliding window of 64 KiB
+  # strings (each lives for 200 more) is freed by the budget runs, which are full GCs (garbage
+  # that survived a few minor ones was never freed before the end); the peak stays within a
+  # budget (64 MiB) and some slack of stock's.
+  def test_budget_runs_bound_a_boot_that_keeps_making_garbage
+    body = <<~RUBY
+      window = []
+      8_000.times { window << "x" * 65_536; window.shift if window.size > 200 }
+      report([heap_mb, gc_figures&.slice(:deferred, :budget_runs, :ended_by)])
+    RUBY
+    stock_mb, = boot(body, stock: true)
+    mb, gc = boot(body)
+    assert_equal true, gc[:deferred], gc.inspect
+    assert_nil gc[:ended_by]
+    assert_operator gc[:budget_runs], :>, 1, gc.inspect
+    assert_operator mb, :<, stock_mb + 64 + 96, "#{mb} MB against stock's #{stock_mb} (#{gc.inspect}); 500 MB made"
+  end
+
   # What the app sees of the GC when it runs late: a finalizer runs and a WeakRef dies when a GC
   # has run (GC.start during the boot, or the GCs after it), ObjectSpace sees what is alive.
   def test_finalizers_weakrefs_and_objectspace_are_stocks
