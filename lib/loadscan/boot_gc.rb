@@ -22,13 +22,14 @@ module Loadscan
   #   allocated  the boot has allocated as many objects as the last boot of the same program
   #              had when it exited, if that boot never said it had booted (a script, `rake -T`)
   #   fork       a `fork` (the parent's boot ends before it) or `Process.daemon`
+  #   cap        the process's resident size grew by CAP since setup
   #   time       MAX_SECONDS after setup
   #   exit       the program ends first (loadscan's at_exit, after the program's own)
   #
-  # While it is deferred, memory is bounded by what the process holds, whatever holds it (Ruby's
-  # heap, malloc, fiber stacks, mapped files): whenever its resident size grew by BUDGET since the
-  # last GC, one full GC runs (a budget run: it frees all that stock's GCs would, the old garbage
-  # too) and the deferral goes on. The budget and the ends no callback announces are checked by
+  # While it is deferred, memory is bounded: whenever Ruby allocated BUDGET since the last GC (heap
+  # pages, malloc), or the process's resident size grew by BUDGET since then (what Ruby does not
+  # count: fiber stacks, mapped files), one full GC runs (a budget run: it frees all that stock's
+  # GCs would, the old garbage too) and the deferral goes on; CAP of growth ends it. The budget and the ends no callback announces are checked by
   # `tick`, every TICK_MS, in the main Ractor's running thread at its next interrupt check (a
   # postponed job, as Ruby runs finalizers), asked by a native thread of the extension
   # (ext/loadscan/src/ticker.rs): no Ruby thread, so nothing in `Thread.list`, in Ruby's deadlock
@@ -47,8 +48,12 @@ module Loadscan
   module BootGC
     # How often the native thread asks for a `tick`.
     TICK_MS = 20
-    # Growth of the process's resident size since the last GC that makes one full GC run.
+    # What Ruby allocates (heap pages, malloc), or the process's resident size grows by, since the
+    # last GC that makes one full GC run.
     BUDGET = 64 << 20
+    # Growth of the resident size since setup that ends the deferral: no boot grows that much.
+    CAP = 512 << 20
+    PAGE_SIZE = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE] || (64 << 10)
     MAX_SECONDS = 60.0
     ENABLE = GC.singleton_class.instance_method(:enable)
     DISABLE = GC.singleton_class.instance_method(:disable)
@@ -126,8 +131,7 @@ module Loadscan
         return @not_deferred = "app disabled GC" if DISABLE.bind_call(GC)
 
         @deferred = @deferring = true
-        @rss = rss
-        @count = GC.count
+        mark_gc(@setup_rss = rss)
         unless Native.start_ticker(self, TICK_MS)
           @deferred = @deferring = false
           ENABLE.bind_call(GC)
@@ -271,7 +275,6 @@ module Loadscan
         return :rails if rails_initialized?
 
         budget
-        nil
       end
 
       # Whether a Rails app has initialized (an app without the railtie), asked without calling
@@ -281,20 +284,28 @@ module Loadscan
         app.respond_to?(:initialized?) && app.initialized? == true
       end
 
-      # One full GC when the process's resident size grew by BUDGET since the last GC (any GC:
-      # the app's GC.start too).
+      # One full GC when Ruby allocated BUDGET since the last GC (any GC: the app's GC.start too),
+      # in heap pages and malloc, or when the process's resident size grew by BUDGET since then
+      # (what Ruby does not count: fiber stacks); :cap when it grew by CAP since setup.
       def budget
         now = rss
-        if GC.count != @count
-          @count = GC.count
-          @rss = now
-        end
-        return if now - @rss < BUDGET
+        mark_gc(now) if GC.count != @count
+        return :cap if now - @setup_rss >= CAP
+
+        made = GC.stat(:malloc_increase_bytes) + ((GC.stat(:heap_allocated_pages) - @pages) * PAGE_SIZE)
+        return nil if made < BUDGET && now - @rss < BUDGET
 
         @budget_runs += 1
         GC.start
+        mark_gc(rss)
+        nil
+      end
+
+      # Where the budget counts from: the last GC.
+      def mark_gc(rss)
         @count = GC.count
         @rss = rss
+        @pages = GC.stat(:heap_allocated_pages)
       end
 
       # The process's resident size in bytes.
