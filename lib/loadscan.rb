@@ -27,6 +27,18 @@ module Loadscan
     def setup(**options)
       return reconfigure(options) if @active
 
+      bootsnap_load_path_cache(engaged = engage(options))
+      engaged
+    end
+
+    # Whether Bootsnap's load-path cache is left off for loadscan (bootsnap_load_path_cache):
+    # `:turned_off` (by this setup: loadscan engaged), `:off` (so before loadscan), nil (loadscan
+    # not engaged). A Bootsnap set up before loadscan answers in front of it whatever this says
+    # (CoreExt.check warns once).
+    attr_reader :bootsnap
+
+    # setup's work: true when `require` goes through loadscan.
+    private def engage(options)
       @config = Config.new(**options)
       @config.problems.each { |message| Warnings.once(message, message) }
       return false unless @config.enabled
@@ -92,10 +104,11 @@ module Loadscan
     # Counters: `hits` (requires the index answered), `deferred` (left to Ruby's own
     # require) and `left_to_ruby` (those by reason: `missing`, `not_feature` — absolute or
     # `./` paths —, `not_string`, `loaded` under another spelling or being loaded, `blind_spot`,
-    # `unavailable`), `engaged` (see engaged?), entries scanned, features indexed, timings.
+    # `unavailable`), `engaged` (see engaged?), `bootsnap_load_path_cache` (see bootsnap), entries
+    # scanned, features indexed, timings.
     def stats
       stats = active? ? Native.stats : nil
-      stats&.merge(engaged: CoreExt.engaged?, gc: BootGC.figures)
+      stats&.merge(engaged: CoreExt.engaged?, bootsnap_load_path_cache: @bootsnap, gc: BootGC.figures)
     end
 
     # Everything the scanner worked around, as `[kind, message]` pairs (`:loop`, `:unreadable`,
@@ -138,6 +151,24 @@ module Loadscan
     end
 
     private
+
+    # Bootsnap's load-path cache would answer requires before loadscan: `require "bootsnap/setup"`,
+    # after loadscan's, leaves it off (DISABLE_BOOTSNAP_LOAD_PATH_CACHE, any value) while loadscan
+    # is engaged, and keeps it where loadscan is not (disabled, not built, an unsupported Ruby):
+    # the value an engaged parent's loadscan set ("loadscan") is taken back.
+    BOOTSNAP_VAR = "DISABLE_BOOTSNAP_LOAD_PATH_CACHE"
+    BOOTSNAP_OFF = "loadscan"
+
+    def bootsnap_load_path_cache(engaged)
+      if !engaged
+        ENV.delete(BOOTSNAP_VAR) if ENV[BOOTSNAP_VAR] == BOOTSNAP_OFF
+      elsif ENV[BOOTSNAP_VAR] && ENV[BOOTSNAP_VAR] != BOOTSNAP_OFF
+        @bootsnap = :off
+      else
+        ENV[BOOTSNAP_VAR] = BOOTSNAP_OFF
+        @bootsnap = :turned_off
+      end
+    end
 
     # Whether Ruby 4.0's boxes are on (`RUBY_BOX=1`): each `Ruby::Box` then has a `$LOAD_PATH`
     # and `$LOADED_FEATURES` of its own, and a `require` in one searches only its own, while

@@ -79,7 +79,7 @@ module Loadscan
 
         text, why = Native.read_last_boot(dir, Process.euid)
         yield why if why && block_given?
-        text&.force_encoding(Encoding::UTF_8) # JSON, which says it is UTF-8
+        text # UTF-8 text: the extension refuses a record that is not (CacheFile#read_last_boot)
       end
 
       # The record, a JSON object; else why not.
