@@ -194,15 +194,17 @@ module Loadscan
       end
     end
 
-    # GC deferred from now until the boot ends (unless `gc: false`), up to the objects the last
-    # boot of this program had allocated when its boot ended (its record beside the cache says).
+    # GC deferred from now until the boot ends (LOADSCAN_GC, Loadscan::BootGC), where the boot
+    # has a known end: a Rails app's config/boot.rb sets loadscan up, or this program's last boot
+    # (its record beside the cache) ended at after_initialize or `Loadscan.booted!`.
     def start_boot_gc(config)
       require_relative "loadscan/boot_gc"
-      mark = if config.gc && config.cache_dir
-               require_relative "loadscan/last_boot" # not through `require` (the autoload): not a require of the app's
-               LastBoot.gc_mark(config.cache_dir, BootGC.key)
-             end
-      BootGC.start(defer: config.gc, mark: mark)
+      last_end = if config.gc != false && config.cache_dir
+                   require_relative "loadscan/last_boot" # not through `require` (the autoload): not a require of the app's
+                   LastBoot.gc_end(config.cache_dir, BootGC.key)
+                 end
+      rails = config.gc == :auto && caller_locations.any? { |l| (l.absolute_path || l.path).to_s.end_with?("/config/boot.rb") }
+      BootGC.start(mode: config.gc, last_end: last_end, rails: rails)
     end
 
     # What the index is built from: settings that differ mean another index.
@@ -226,7 +228,7 @@ module Loadscan
       # settings in effect.
       start_index(config) unless index_options(@config) == index_options(config)
       @config = config
-      BootGC.finish(:off) unless config.gc
+      BootGC.finish(:off) if config.gc == false
       true
     end
 
