@@ -56,6 +56,8 @@ module Loadscan
       # Forked children (server workers) write nothing.
       def start_from_env(path)
         return if @current || path.to_s.empty?
+        # `loadscan profile`'s child only (and what it execs: `bundle exec`), not its own children.
+        return if ENV["LOADSCAN_PROFILE_PARENT"] && ENV["LOADSCAN_PROFILE_PARENT"] != Process.ppid.to_s
 
         path = File.expand_path(path)
         profile = start(name: [$PROGRAM_NAME, *ARGV].join(" "), startup: true)
@@ -80,7 +82,13 @@ module Loadscan
         end
         $stderr.puts(Report.text(tree), "loadscan: profile written to #{path}") unless ENV["LOADSCAN_PROFILE_QUIET"]
       rescue SystemCallError, IOError => e
-        Warnings.once(:profile, "could not write the profile to #{path}: #{e.message}")
+        warn_once(:write, "could not write the profile to #{path}: #{e.message}")
+      end
+
+      # One warning of each kind per process (Loadscan::Warnings would load the extension: the
+      # profile starts before it, from profile/start.rb).
+      def warn_once(kind, message)
+        (@warned ||= {})[kind] ||= Kernel.warn("loadscan: #{message}", uplevel: nil) || true
       end
 
       # Now, in milliseconds: the wall clock, the process's CPU time. GC's total time (Ruby 3.1+),

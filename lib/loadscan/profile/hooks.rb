@@ -80,7 +80,7 @@ module Loadscan
           ::Rails::Initializable::Initializer.prepend(Run)
           ::ActiveSupport::Notifications.subscribe("load_config_initializer.railties", Listener.new) if defined?(::ActiveSupport::Notifications)
         rescue StandardError => e
-          Warnings.once(:profile_rails, "the profile could not time Rails' initializers: #{e.message}")
+          Profile.warn_once(:rails, "the profile could not time Rails' initializers: #{e.message}")
         end
       end
 

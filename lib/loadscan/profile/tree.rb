@@ -27,7 +27,7 @@ module Loadscan
 
       def self.from_h(data)
         entries = data.fetch("entries").map do |e|
-          Entry.new(**Entry.members.to_h { |m| [m, e[m.to_s]] }, kind: e["kind"].to_sym, children: [])
+          Entry.new(**Entry.members.to_h { |m| [m, e[m.to_s]] }.merge(kind: e["kind"].to_sym, children: []))
         end
         entries.each { |e| entries[e.parent].children << e.id if e.parent }
         new(data.fetch("name"), entries: entries)
@@ -74,14 +74,15 @@ module Loadscan
       def build(nodes)
         gems = GemDirs.new
         list = nodes.each_with_index.map do |n, id|
-          Entry.new(id: id, parent: n[PARENT], kind: n[KIND], label: n[LABEL].to_s, file: n[FILE]&.to_s,
+          label = n[LABEL].to_s
+          Entry.new(id: id, parent: n[PARENT], kind: n[KIND], label: label.start_with?("/") ? gems.short(label) : label, file: n[FILE]&.to_s,
                     start: n[WALL0] - nodes[0][WALL0], wall: n[WALL1] - n[WALL0], cpu: n[CPU1] - n[CPU0],
                     allocated: n[ALLOC1] - n[ALLOC0], gc: n[GC1] - n[GC0], children: [])
         end
         list.each do |e|
           list[e.parent].children << e.id if e.parent
           e.gem = if e.kind == :boot then "(boot)"
-                  elsif e.kind == :startup then "ruby"
+                  elsif e.kind == :startup then "(ruby start)"
                   else gems.of(e.file) || list[e.parent].gem
                   end
         end
@@ -102,7 +103,7 @@ module Loadscan
         def initialize
           @dirs = []
           Gem.loaded_specs.each_value { |spec| @dirs << ["#{spec.full_gem_path}/", spec.name] } if defined?(Gem.loaded_specs)
-          %w[rubylibdir archdir vendorlibdir vendorarchdir sitelibdir sitearchdir].each do |k|
+          %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].each do |k|
             @dirs << ["#{RbConfig::CONFIG[k]}/", "ruby"] if RbConfig::CONFIG[k].to_s.start_with?("/")
           end
           @dirs.sort_by! { |dir, _| -dir.size }
@@ -114,6 +115,13 @@ module Loadscan
           return nil unless file&.start_with?("/")
 
           @cache[File.dirname(file)] ||= find(file)
+        end
+
+        # An absolute `path` from its gem's (or the app's) directory, less `lib/`.
+        def short(path)
+          dir = @dirs.find { |d, _| path.start_with?(d) }&.first || path[%r{\A.*/gems/[^/]+?-\d[^/]*/}] ||
+                (@app if path.start_with?(@app))
+          dir ? path.delete_prefix(dir).delete_prefix("lib/") : path
         end
 
         private
