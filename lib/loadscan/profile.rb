@@ -80,7 +80,7 @@ module Loadscan
           require_relative "profile/speedscope"
           File.write(path, Speedscope.render(tree))
         end
-        $stderr.puts(Report.text(tree), "loadscan: profile written to #{path}") unless ENV["LOADSCAN_PROFILE_QUIET"]
+        $stderr.puts(Report.text(tree), "loadscan: profile written to #{path}") unless ENV["LOADSCAN_PROFILE_PARENT"] # `loadscan profile` prints it
       rescue SystemCallError, IOError => e
         warn_once(:write, "could not write the profile to #{path}: #{e.message}")
       end

@@ -97,7 +97,7 @@ module Loadscan
 
       def child_env
         start = File.expand_path("start.rb", __dir__)
-        { "LOADSCAN_PROFILE" => @json_path, "LOADSCAN_PROFILE_QUIET" => "1", "LOADSCAN_PROFILE_PARENT" => Process.pid.to_s,
+        { "LOADSCAN_PROFILE" => @json_path, "LOADSCAN_PROFILE_PARENT" => Process.pid.to_s,
           "RUBYOPT" => "-r#{start} #{@env["RUBYOPT"]}".strip }
       end
     end

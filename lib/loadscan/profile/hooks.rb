@@ -22,6 +22,15 @@ module Loadscan
           @attached = true
         end
 
+        # The file `require_relative` resolves against, as Ruby's does: the caller's real path;
+        # else (code eval'd with a file name, `-e`) the path it was given; none in eval'd code
+        # given no file name (`(eval)`, `(eval at file:3)`).
+        def base(location)
+          return unless location
+
+          location.absolute_path || (location.path unless location.path.start_with?("(eval)", "(eval at "))
+        end
+
         # Whether this call is one to time: a profile records in this thread, and it is not
         # loadscan's probe (CoreExt's check that `require` reaches it).
         def recording(feature)
@@ -44,9 +53,7 @@ module Loadscan
       # Ruby's own would resolve against this file (its caller's): it gets the path resolved
       # here against the file of this call's caller, as Ruby resolves it, profile or not.
       def require_relative(feature)
-        location = caller_locations(1, 1).first
-        base = location&.absolute_path || (File.join(Dir.pwd, "-e") if location&.path == "-e")
-        raise LoadError, "cannot infer basepath" unless base
+        base = Hooks.base(caller_locations(1, 1).first) or raise LoadError, "cannot infer basepath"
 
         path = File.expand_path(feature, File.dirname(base)) # to_path or to_str, as Ruby's
         profile = Hooks.recording(feature) or return super(path)
