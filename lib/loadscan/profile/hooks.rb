@@ -2,24 +2,36 @@
 
 module Loadscan
   class Profile
-    # Prepended to Kernel (and `require` to Kernel's singleton class) the first time a profile
-    # starts, and never taken out: each method is one branch when no profile records, then the
-    # method it stands in front of. They stand in front of whatever is bound in Kernel (RubyGems,
-    # Bootsnap, Zeitwerk, loadscan's decorator), so they see each feature as the program wrote
-    # it, autoloads too (Ruby's autoload calls `require` by name).
+    # Put in place of Kernel's `require`, `require_relative` and `load` (and `Kernel.require`)
+    # the first time a profile starts, each keeping the method it replaced under another name
+    # (`loadscan_profile_require`, …) and never taken out: each is one branch when no profile
+    # records, then the method it replaced. Defined in Kernel itself, as RubyGems, Bootsnap and
+    # Zeitwerk define theirs (not prepended: Ruby's bundled_gems aliases Kernel's `require`, and an
+    # alias of a prepended method finds no `super`), so whatever is defined after it calls it in
+    # turn. They see each feature as what stands in front passes it on, autoloads too (Ruby's
+    # autoload calls `require` by name).
     #
     # While a profile records, they add a frame of their own to backtraces through `require`.
     # `require_relative` is resolved here, against the file of its caller, and Ruby's own then
     # gets the absolute path (it would resolve against this file): that costs a caller lookup
     # per require_relative once a profile has run in the process (`Loadscan.profile`).
     module Hooks
+      # What each replaced method is kept as.
+      KEPT = { require: :loadscan_profile_require, require_relative: :loadscan_profile_require_relative,
+               load: :loadscan_profile_load }.freeze
+
       class << self
         def attach
           return if @attached
 
-          Kernel.prepend(self)
-          Kernel.singleton_class.prepend(Singleton)
           @attached = true
+          verbose, $VERBOSE = $VERBOSE, nil # no "method redefined" under -w: stock Ruby prints none
+          begin
+            KEPT.each_key { |name| replace(Kernel, name, Instance) }
+            replace(Kernel.singleton_class, :require, Singleton)
+          ensure
+            $VERBOSE = verbose
+          end
         end
 
         # The file `require_relative` resolves against, as Ruby's does: the caller's real path;
@@ -40,36 +52,47 @@ module Loadscan
 
           profile
         end
+
+        private
+
+        # `owner`'s `name` becomes `from`'s, the one there kept as KEPT[name], visibility kept.
+        def replace(owner, name, from)
+          visibility = owner.private_method_defined?(name) ? :private : :public
+          owner.send(:alias_method, KEPT.fetch(name), name)
+          owner.send(:define_method, name, from.instance_method(name))
+          owner.send(visibility, name, KEPT.fetch(name))
+        end
       end
 
-      private
+      # Kernel's instance methods.
+      module Instance
+        def require(feature)
+          profile = Hooks.recording(feature) or return loadscan_profile_require(feature)
+          Profile::Rails.check
+          profile.measure(:require, feature.to_s) { loadscan_profile_require(feature) }
+        end
 
-      def require(feature)
-        profile = Hooks.recording(feature) or return super
-        Profile::Rails.check
-        profile.measure(:require, feature.to_s) { super }
-      end
+        # Ruby's own would resolve against this file (its caller's): it gets the path resolved
+        # here against the file of this call's caller, as Ruby resolves it, profile or not.
+        def require_relative(feature)
+          base = Hooks.base(caller_locations(1, 1).first) or raise LoadError, "cannot infer basepath"
+          path = File.expand_path(feature, File.dirname(base)) # to_path or to_str, as Ruby's
+          profile = Hooks.recording(feature) or return loadscan_profile_require_relative(path)
+          profile.measure(:require_relative, feature.to_s) { loadscan_profile_require_relative(path) }
+        end
 
-      # Ruby's own would resolve against this file (its caller's): it gets the path resolved
-      # here against the file of this call's caller, as Ruby resolves it, profile or not.
-      def require_relative(feature)
-        base = Hooks.base(caller_locations(1, 1).first) or raise LoadError, "cannot infer basepath"
-
-        path = File.expand_path(feature, File.dirname(base)) # to_path or to_str, as Ruby's
-        profile = Hooks.recording(feature) or return super(path)
-        profile.measure(:require_relative, feature.to_s) { super(path) }
-      end
-
-      def load(file, *wrap)
-        profile = Hooks.recording(file) or return super
-        profile.measure(:load, file.to_s) { super }
+        def load(file, *wrap)
+          profile = Hooks.recording(file) or return loadscan_profile_load(file, *wrap)
+          path = File.expand_path(file) if file.respond_to?(:to_str) || file.respond_to?(:to_path) # as loaded from here
+          profile.measure(:load, file.to_s, path) { loadscan_profile_load(file, *wrap) }
+        end
       end
 
       # `Kernel.require` (RubyGems and Bundler call it so).
       module Singleton
         def require(feature)
-          profile = Hooks.recording(feature) or return super
-          profile.measure(:require, feature.to_s) { super }
+          profile = Hooks.recording(feature) or return loadscan_profile_require(feature)
+          profile.measure(:require, feature.to_s) { loadscan_profile_require(feature) }
         end
       end
     end
