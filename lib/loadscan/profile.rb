@@ -7,7 +7,8 @@ module Loadscan
   # While a profile records, a module prepended to Kernel (Hooks) times each of those calls in the
   # thread that started it: wall clock, process CPU, objects allocated and GC time, on the way in
   # and on the way out. A call that loaded nothing (`require` answering false) leaves no entry:
-  # its moment stays its caller's. Rails' initializers are entries too (Profile::Rails). The
+  # its moment stays its caller's. Bundler's setup and require and Rails' initializers are
+  # entries too (Profile::Phases). The
   # recorder keeps flat arrays; Profile::Tree makes the tree, the self figures and the gems.
   #
   # Off, nothing of this is loaded. Once a profile has run in a process, `require` keeps one
@@ -65,13 +66,15 @@ module Loadscan
         at_exit do # registered first, so it runs last: after the app's own at_exit
           next unless Process.pid == owner
 
+          ended = wall
           profile.finish
-          write(profile.tree, path)
+          write(profile.tree, path, ended)
         end
       end
 
-      # Writes `tree` to `path` as its extension says; a failure is one warning.
-      def write(tree, path)
+      # Writes `tree` to `path` as its extension says; a failure is one warning. Says how long
+      # that took since `started` (the profile's end).
+      def write(tree, path, started = wall)
         require_relative "profile/report"
         if path.end_with?(".html")
           require_relative "profile/html"
@@ -80,7 +83,8 @@ module Loadscan
           require_relative "profile/speedscope"
           File.write(path, Speedscope.render(tree))
         end
-        $stderr.puts(Report.text(tree), "loadscan: profile written to #{path}") unless ENV["LOADSCAN_PROFILE_PARENT"] # `loadscan profile` prints it
+        written = format("loadscan: profile written to %s in %.1f ms", path, wall - started)
+        $stderr.puts(Report.text(tree), written) unless ENV["LOADSCAN_PROFILE_PARENT"] # `loadscan profile` prints it
       rescue SystemCallError, IOError => e
         warn_once(:write, "could not write the profile to #{path}: #{e.message}")
       end

@@ -25,13 +25,20 @@ module Loadscan
           return if @attached
 
           @attached = true
-          verbose, $VERBOSE = $VERBOSE, nil # no "method redefined" under -w: stock Ruby prints none
-          begin
-            KEPT.each_key { |name| replace(Kernel, name, Instance) }
-            replace(Kernel.singleton_class, :require, Singleton)
-          ensure
-            $VERBOSE = verbose
-          end
+          KEPT.each_key { |name| replace(Kernel, name, Instance) }
+          replace(Kernel.singleton_class, :require, Singleton)
+          Kernel.singleton_class.prepend(Watch)
+        end
+
+        # Called by Watch when Kernel's `name` was (re)defined in `owner` (Kernel, or its
+        # singleton class): one of ours replaced by another's (Bundler restores RubyGems'
+        # originals, loadscan puts its decorator in place of Ruby's C require) is put back in
+        # front of it.
+        def redefined(owner, name)
+          return if @busy || !KEPT.key?(name) || (owner != Kernel && name != :require)
+          return if owner.instance_method(name).source_location&.first == __FILE__
+
+          replace(owner, name, owner == Kernel ? Instance : Singleton)
         end
 
         # The file `require_relative` resolves against, as Ruby's does: the caller's real path;
@@ -57,10 +64,31 @@ module Loadscan
 
         # `owner`'s `name` becomes `from`'s, the one there kept as KEPT[name], visibility kept.
         def replace(owner, name, from)
+          @busy = true
+          verbose, $VERBOSE = $VERBOSE, nil # no "method redefined" under -w: stock Ruby prints none
           visibility = owner.private_method_defined?(name) ? :private : :public
           owner.send(:alias_method, KEPT.fetch(name), name)
           owner.send(:define_method, name, from.instance_method(name))
           owner.send(visibility, name, KEPT.fetch(name))
+        ensure
+          $VERBOSE = verbose
+          @busy = false
+        end
+      end
+
+      # Prepended to Kernel's singleton class: hears of every method (re)defined in Kernel or on
+      # Kernel itself (as Loadscan::CoreExt::Watch).
+      module Watch
+        private
+
+        def method_added(name)
+          super
+          Hooks.redefined(Kernel, name)
+        end
+
+        def singleton_method_added(name)
+          super
+          Hooks.redefined(Kernel.singleton_class, name)
         end
       end
 
@@ -68,7 +96,7 @@ module Loadscan
       module Instance
         def require(feature)
           profile = Hooks.recording(feature) or return loadscan_profile_require(feature)
-          Profile::Rails.check
+          Profile::Phases.check
           profile.measure(:require, feature.to_s) { loadscan_profile_require(feature) }
         end
 
@@ -97,25 +125,53 @@ module Loadscan
       end
     end
 
-    # Rails' initializers as entries: each `Rails::Initializable::Initializer#run` (bumbler's
-    # `--initializers`), and each file of config/initializers under the
-    # `load_config_initializer.railties` notification. Installed once Rails' initializers are
-    # defined (checked at each `require` while a profile records, until then).
-    module Rails
+    # The boot's phases as entries: Bundler's `setup` (the Gemfile's resolution) and `require`
+    # (the gems it loads are under it), and Rails' initializers: each
+    # `Rails::Initializable::Initializer#run` (bumbler's `--initializers`), and each file of
+    # config/initializers under the `load_config_initializer.railties` notification. Each is
+    # hooked once defined (checked at each `require` while a profile records, until then).
+    module Phases
       class << self
         def check
-          return if @installed || !defined?(::Rails::Initializable::Initializer)
+          bundler unless @bundler || !defined?(::Bundler)
+          rails unless @rails || !defined?(::Rails::Initializable::Initializer)
+        end
 
-          @installed = true
-          ::Rails::Initializable::Initializer.prepend(Run)
-          ::ActiveSupport::Notifications.subscribe("load_config_initializer.railties", Listener.new) if defined?(::ActiveSupport::Notifications)
+        private
+
+        def bundler
+          @bundler = true
+          ::Bundler.singleton_class.prepend(Bundler)
+        end
+
+        def rails
+          @rails = true
+          ::Rails::Initializable::Initializer.prepend(Initializer)
+          ::ActiveSupport::Notifications.subscribe("load_config_initializer.railties", ConfigInitializer.new) if defined?(::ActiveSupport::Notifications)
         rescue StandardError => e
           Profile.warn_once(:rails, "the profile could not time Rails' initializers: #{e.message}")
         end
       end
 
+      # `Bundler.setup` and `Bundler.require`.
+      module Bundler
+        def setup(*)
+          profile = Profile.current
+          return super unless profile && Thread.current.equal?(profile.thread)
+
+          profile.measure(:phase, "Bundler.setup") { super }
+        end
+
+        def require(*)
+          profile = Profile.current
+          return super unless profile && Thread.current.equal?(profile.thread)
+
+          profile.measure(:phase, "Bundler.require") { super }
+        end
+      end
+
       # Times one initializer: named for its owner and name, filed under its block's file.
-      module Run
+      module Initializer
         def run(*args)
           profile = Profile.current
           return super unless profile && Thread.current.equal?(profile.thread)
@@ -125,7 +181,7 @@ module Loadscan
       end
 
       # `load_config_initializer.railties`: the file's entry, around its `load`.
-      class Listener
+      class ConfigInitializer
         def start(_name, _id, payload)
           profile = Profile.current
           return unless profile && Thread.current.equal?(profile.thread)

@@ -27,7 +27,7 @@ module Loadscan
         end
         initializers = tree.initializers
         unless initializers.empty?
-          lines << "initializers:"
+          lines << "Bundler and initializers:"
           initializers.first(top).each { |e| lines << "  #{ms(e.wall).rjust(10)} #{pct(e.wall, total).rjust(6)}  #{e.label}" }
         end
         lines

@@ -16,6 +16,8 @@ module Loadscan
 
       # Kinds of entry that load a file.
       LOADS = %i[require require_relative load].freeze
+      # Kinds of entry that are a part of the boot: Bundler's (:phase) and Rails' initializers.
+      PHASES = %i[phase initializer].freeze
 
       attr_reader :name, :entries
 
@@ -63,8 +65,9 @@ module Loadscan
       # Entries that loaded a file, by self time, most first.
       def features = @entries.select { |e| LOADS.include?(e.kind) }.sort_by { |e| -e.self_wall }
 
-      # Rails' initializers, by inclusive time (what running each cost), most first.
-      def initializers = @entries.select { |e| e.kind == :initializer }.sort_by { |e| -e.wall }
+      # Bundler's setup and require, Rails' initializers: by inclusive time (what running each
+      # cost), most first.
+      def initializers = @entries.select { |e| PHASES.include?(e.kind) }.sort_by { |e| -e.wall }
 
       # The entries of `entry`, in order.
       def children(entry) = entry.children.map { |id| @entries[id] }
@@ -83,6 +86,7 @@ module Loadscan
           list[e.parent].children << e.id if e.parent
           e.gem = if e.kind == :boot then "(boot)"
                   elsif e.kind == :startup then "(ruby start)"
+                  elsif e.kind == :phase then "bundler"
                   else gems.of(e.file) || list[e.parent].gem
                   end
         end
@@ -103,9 +107,9 @@ module Loadscan
         def initialize
           @dirs = []
           Gem.loaded_specs.each_value { |spec| @dirs << ["#{spec.full_gem_path}/", spec.name] } if defined?(Gem.loaded_specs)
-          %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].each do |k|
-            @dirs << ["#{RbConfig::CONFIG[k]}/", "ruby"] if RbConfig::CONFIG[k].to_s.start_with?("/")
-          end
+          @ruby = %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].filter_map do |k|
+            "#{RbConfig::CONFIG[k]}/" if RbConfig::CONFIG[k].to_s.start_with?("/")
+          end.sort_by { |dir| -dir.size }
           @dirs.sort_by! { |dir, _| -dir.size }
           @app = "#{Dir.pwd}/"
           @cache = {}
@@ -119,7 +123,8 @@ module Loadscan
 
         # An absolute `path` from its gem's (or the app's) directory, less `lib/`.
         def short(path)
-          dir = @dirs.find { |d, _| path.start_with?(d) }&.first || path[%r{\A.*/gems/[^/]+?-\d[^/]*/}] ||
+          dir = @dirs.find { |d, _| path.start_with?(d) }&.first || @ruby.find { |d| path.start_with?(d) } ||
+                path[%r{\A.*/gems/[^/]+?-\d[^/]*/}] ||
                 (@app if path.start_with?(@app))
           dir ? path.delete_prefix(dir).delete_prefix("lib/") : path
         end
@@ -128,6 +133,13 @@ module Loadscan
 
         def find(file)
           @dirs.each { |dir, name| return name if file.start_with?(dir) }
+          # Ruby's library: its default gems by their directory (`ruby/bundler`, `ruby/prism`).
+          @ruby.each do |dir|
+            next unless file.start_with?(dir)
+
+            top = file.delete_prefix(dir)[%r{\A(?:\d+\.\d+\.\d+/)?([^/]+)/}, 1]
+            return top ? "ruby/#{top}" : "ruby"
+          end
           file[%r{/gems/([^/]+?)-\d[^/]*/}, 1] || (file.start_with?(@app) && "app") ||
             file[%r{/([^/]+?)(?:-\d[^/]*)?/lib/}, 1] || "(other)"
         end
