@@ -16,10 +16,12 @@ module Loadscan
   #
   # A recording node, before Profile::Tree reads it:
   #
-  #   [kind, label, file, parent, wall0, cpu0, alloc0, gc0, wall1, cpu1, alloc1, gc1]
-  #   [:require, "json", "/…/json-2.7/lib/json.rb", 0, 12.5, 11.0, 40_210, 0.0, 19.25, 17.5, 52_001, 0.4]
+  #   [kind, label, file, parent, wall0, cpu0, alloc0, gc0, feature, wall1, cpu1, alloc1, gc1]
+  #   [:require, "json", "/…/json-2.7/lib/json.rb", 0, 12.5, 11.0, 40_210, 0.0, nil, 19.25, 17.5, 52_001, 0.4]
+  #
+  # (`feature`, the object the call was given, while the entry is open; the label is its `to_s`.)
   class Profile
-    KIND, LABEL, FILE, PARENT, WALL0, CPU0, ALLOC0, GC0, WALL1, CPU1, ALLOC1, GC1 = (0..11).to_a
+    KIND, LABEL, FILE, PARENT, WALL0, CPU0, ALLOC0, GC0, FEATURE, WALL1, CPU1, ALLOC1, GC1 = (0..12).to_a
 
     class << self
       # The profile recording now (nil when none).
@@ -114,18 +116,23 @@ module Loadscan
       startup_node if startup
     end
 
-    # Times the block as an entry of `kind` named `label` (the feature as written, an
+    # Times the block as an entry of `kind` for `feature` (the feature as written, an
     # initializer's name); `file` is the file it loads when known before, else what `yield`
-    # returns decides (see `leave`). Raised or thrown: the entry stays, marked.
-    def measure(kind, label, file = nil)
-      index = enter(kind, label, file)
+    # returns decides (see `leave`). Raised or thrown: the entry stays, marked. The same call
+    # passing through a second hook (one aliased by what stands in front of the other: Ruby's
+    # bundled_gems) is the entry already open.
+    def measure(kind, feature, file = nil)
+      top = @nodes[@stack.last]
+      return yield if top[KIND] == kind && top[FEATURE].equal?(feature)
+
+      index = enter(kind, feature, file)
       loaded_before = $LOADED_FEATURES.size
       finished = false
       result = yield
       finished = true
       result
     ensure
-      leave(index, finished, result, loaded_before)
+      leave(index, finished, result, loaded_before) if index
     end
 
     # Ends the recording (the boot's entry closes now); idempotent.
@@ -144,7 +151,7 @@ module Loadscan
     # Opens an entry under the one open now; returns its index for `leave`.
     def enter(kind, label, file)
       index = @nodes.size
-      @nodes << [kind, label, file, @stack.last, Profile.wall, Profile.cpu, GC.stat(:total_allocated_objects), Profile.gc_ms]
+      @nodes << [kind, label, file, @stack.last, Profile.wall, Profile.cpu, GC.stat(:total_allocated_objects), Profile.gc_ms, label]
       @stack << index
       index
     end
@@ -159,6 +166,7 @@ module Loadscan
       gc = Profile.gc_ms
       while (top = @stack.pop)
         node = @nodes[top]
+        node[FEATURE] = nil # the object itself is kept only while open
         node.push(wall, cpu, alloc, gc)
         break if top == index
       end
@@ -184,7 +192,7 @@ module Loadscan
       return unless since_start.positive? && since_start < 600_000
 
       started = boot[WALL0] - since_start
-      @nodes << [:startup, "ruby's start (before the profile)", nil, 0, started, 0.0, 0, 0.0,
+      @nodes << [:startup, "ruby's start (before the profile)", nil, 0, started, 0.0, 0, 0.0, nil,
                  boot[WALL0], boot[CPU0], boot[ALLOC0], boot[GC0]]
       boot[WALL0] = started
       boot[CPU0] = boot[ALLOC0] = boot[GC0] = 0

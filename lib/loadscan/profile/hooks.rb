@@ -3,42 +3,42 @@
 module Loadscan
   class Profile
     # Put in place of Kernel's `require`, `require_relative` and `load` (and `Kernel.require`)
-    # the first time a profile starts, each keeping the method it replaced under another name
-    # (`loadscan_profile_require`, …) and never taken out: each is one branch when no profile
-    # records, then the method it replaced. Defined in Kernel itself, as RubyGems, Bootsnap and
-    # Zeitwerk define theirs (not prepended: Ruby's bundled_gems aliases Kernel's `require`, and an
-    # alias of a prepended method finds no `super`), so whatever is defined after it calls it in
-    # turn. They see each feature as what stands in front passes it on, autoloads too (Ruby's
-    # autoload calls `require` by name).
+    # the first time a profile starts, each keeping the method it replaced under a name of its
+    # own (`loadscan_profile_require_1`, …), and never taken out: each is one branch when no
+    # profile records, then the method it replaced. Defined in Kernel itself, as RubyGems,
+    # Bootsnap and Zeitwerk define theirs, so whatever is defined later calls it in turn; and
+    # put back in front when something rebinds one of the names (Watch): Bundler restoring
+    # RubyGems' originals, loadscan taking Ruby's C require, Ruby's bundled_gems aliasing
+    # `require` and defining its own. Each copy calls the method it replaced by that method's own
+    # name (one aliased elsewhere still does), where loadscan can take it when it is Ruby's C
+    # require; a call that passes through two copies is one entry (Profile#measure).
     #
-    # While a profile records, they add a frame of their own to backtraces through `require`.
-    # `require_relative` is resolved here, against the file of its caller, and Ruby's own then
-    # gets the absolute path (it would resolve against this file): that costs a caller lookup
-    # per require_relative once a profile has run in the process (`Loadscan.profile`).
+    # They see each feature as what stands in front passes it on, autoloads too (Ruby's
+    # autoload calls `require` by name). While a profile records, they add a frame of their own
+    # to backtraces through `require`. `require_relative` is resolved here, against the file of
+    # its caller, and Ruby's own then gets the absolute path (it would resolve against this
+    # file): that costs a caller lookup per require_relative once a profile has run in the
+    # process (`Loadscan.profile`).
     module Hooks
-      # What each replaced method is kept as.
-      KEPT = { require: :loadscan_profile_require, require_relative: :loadscan_profile_require_relative,
-               load: :loadscan_profile_load }.freeze
+      NAMES = %i[require require_relative load].freeze
 
       class << self
         def attach
           return if @attached
 
           @attached = true
-          KEPT.each_key { |name| replace(Kernel, name, Instance) }
-          replace(Kernel.singleton_class, :require, Singleton)
+          NAMES.each { |name| replace(Kernel, name) }
+          replace(Kernel.singleton_class, :require)
           Kernel.singleton_class.prepend(Watch)
         end
 
         # Called by Watch when Kernel's `name` was (re)defined in `owner` (Kernel, or its
-        # singleton class): one of ours replaced by another's (Bundler restores RubyGems'
-        # originals, loadscan puts its decorator in place of Ruby's C require) is put back in
-        # front of it.
+        # singleton class): one of ours replaced by another's is put back in front of it.
         def redefined(owner, name)
-          return if @busy || !KEPT.key?(name) || (owner != Kernel && name != :require)
+          return if @busy || !NAMES.include?(name) || (owner != Kernel && name != :require)
           return if owner.instance_method(name).source_location&.first == __FILE__
 
-          replace(owner, name, owner == Kernel ? Instance : Singleton)
+          replace(owner, name)
         end
 
         # The file `require_relative` resolves against, as Ruby's does: the caller's real path;
@@ -62,17 +62,45 @@ module Loadscan
 
         private
 
-        # `owner`'s `name` becomes `from`'s, the one there kept as KEPT[name], visibility kept.
-        def replace(owner, name, from)
+        # `owner`'s `name` becomes a hook, the method there kept under a new name, visibility
+        # kept.
+        def replace(owner, name)
           @busy = true
+          @count = (@count || 0) + 1
+          kept = :"loadscan_profile_#{name}_#{@count}"
           verbose, $VERBOSE = $VERBOSE, nil # no "method redefined" under -w: stock Ruby prints none
           visibility = owner.private_method_defined?(name) ? :private : :public
-          owner.send(:alias_method, KEPT.fetch(name), name)
-          owner.send(:define_method, name, from.instance_method(name))
-          owner.send(visibility, name, KEPT.fetch(name))
+          owner.send(:alias_method, kept, name)
+          owner.send(:define_method, name, hook(name, kept))
+          owner.send(visibility, name, kept)
         ensure
           $VERBOSE = verbose
           @busy = false
+        end
+
+        # The hook for `name`, calling `kept`.
+        def hook(name, kept)
+          case name
+          when :require
+            proc do |feature|
+              profile = Hooks.recording(feature) or next __send__(kept, feature)
+              Profile::Phases.check
+              profile.measure(:require, feature) { __send__(kept, feature) }
+            end
+          when :require_relative
+            proc do |feature|
+              base = Hooks.base(caller_locations(1, 1).first) or raise LoadError, "cannot infer basepath"
+              path = File.expand_path(feature, File.dirname(base)) # to_path or to_str, as Ruby's
+              profile = Hooks.recording(feature) or next __send__(kept, path)
+              profile.measure(:require_relative, feature) { __send__(kept, path) }
+            end
+          else
+            proc do |file, *wrap|
+              profile = Hooks.recording(file) or next __send__(kept, file, *wrap)
+              path = File.expand_path(file) if file.respond_to?(:to_str) || file.respond_to?(:to_path) # as loaded from here
+              profile.measure(:load, file, path) { __send__(kept, file, *wrap) }
+            end
+          end
         end
       end
 
@@ -89,38 +117,6 @@ module Loadscan
         def singleton_method_added(name)
           super
           Hooks.redefined(Kernel.singleton_class, name)
-        end
-      end
-
-      # Kernel's instance methods.
-      module Instance
-        def require(feature)
-          profile = Hooks.recording(feature) or return loadscan_profile_require(feature)
-          Profile::Phases.check
-          profile.measure(:require, feature.to_s) { loadscan_profile_require(feature) }
-        end
-
-        # Ruby's own would resolve against this file (its caller's): it gets the path resolved
-        # here against the file of this call's caller, as Ruby resolves it, profile or not.
-        def require_relative(feature)
-          base = Hooks.base(caller_locations(1, 1).first) or raise LoadError, "cannot infer basepath"
-          path = File.expand_path(feature, File.dirname(base)) # to_path or to_str, as Ruby's
-          profile = Hooks.recording(feature) or return loadscan_profile_require_relative(path)
-          profile.measure(:require_relative, feature.to_s) { loadscan_profile_require_relative(path) }
-        end
-
-        def load(file, *wrap)
-          profile = Hooks.recording(file) or return loadscan_profile_load(file, *wrap)
-          path = File.expand_path(file) if file.respond_to?(:to_str) || file.respond_to?(:to_path) # as loaded from here
-          profile.measure(:load, file.to_s, path) { loadscan_profile_load(file, *wrap) }
-        end
-      end
-
-      # `Kernel.require` (RubyGems and Bundler call it so).
-      module Singleton
-        def require(feature)
-          profile = Hooks.recording(feature) or return loadscan_profile_require(feature)
-          profile.measure(:require, feature.to_s) { loadscan_profile_require(feature) }
         end
       end
     end
