@@ -4,6 +4,7 @@ require "json"
 require "open3"
 require "rbconfig"
 require "fileutils"
+require "tmpdir"
 require_relative "paths"
 require_relative "../../fixtures/bounded"
 
@@ -144,6 +145,35 @@ module Loadscan
 
           out
         end
+      end
+
+      # slowgem's own figures: 50–60 ms of its own, as it timed itself (what the profile adds is a
+      # hook's few microseconds around its require of fastgem), and ≥ 100,000 objects. Above 60 ms
+      # only when its own clock says the machine kept it waiting longer (a loaded machine's time,
+      # not the profile's).
+      # slowgem's own clock (ms): 57 or less when the machine gave it a CPU when it asked.
+      def slowgem_ms(app) = Float(File.read(File.join(app, "tmp", "slowgem_ms")))
+
+      # slowgem is first among the files by self time, on a machine that ran it at speed (on a
+      # loaded one every file that computes takes longer, its sleep does not: then among the
+      # first five).
+      def assert_slowgem_first(features, app)
+        labels = features.map { |f| f["label"] }
+        if slowgem_ms(app) <= 57
+          assert_equal "slowgem", labels.first, features.first(3).inspect
+        else
+          assert_includes labels.first(5), "slowgem", "a loaded machine (slowgem's own clock: #{slowgem_ms(app)} ms)"
+        end
+      end
+
+      def assert_slowgem(entry, app)
+        own = slowgem_ms(app)
+        assert_equal "slowgem", entry["label"]
+        assert_operator entry["self_wall"], :>=, 50, entry.inspect
+        # (a loaded machine may preempt it between its require's start and its first line)
+        assert_in_delta own, entry["self_wall"], [3, own * 0.1].max, "slowgem's own clock said #{own} ms"
+        assert_operator entry["self_wall"], :<=, 60, "slowgem's own clock said #{own} ms" if own <= 57
+        assert_operator entry["self_allocated"], :>=, 100_000, entry.inspect
       end
 
       # The first row of the page's "entries by self time": [label, gem, self time as shown].

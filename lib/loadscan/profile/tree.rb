@@ -86,7 +86,7 @@ module Loadscan
           list[e.parent].children << e.id if e.parent
           e.gem = if e.kind == :boot then "(boot)"
                   elsif e.kind == :startup then "(ruby start)"
-                  elsif e.kind == :phase then "bundler"
+                  elsif e.kind == :phase then gems.of($LOADED_FEATURES.find { |f| f.end_with?("/bundler.rb") }) || "bundler"
                   else gems.of(e.file) || list[e.parent].gem
                   end
         end
