@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../kernel_watch"
+
 module Loadscan
   class Profile
     # Put in place of Kernel's `require`, `require_relative` and `load` (and `Kernel.require`)
@@ -7,7 +9,7 @@ module Loadscan
     # own (`loadscan_profile_require_1`, …), and never taken out: each is one branch when no
     # profile records, then the method it replaced. Defined in Kernel itself, as RubyGems,
     # Bootsnap and Zeitwerk define theirs, so whatever is defined later calls it in turn; and
-    # put back in front when something rebinds one of the names (Watch): Bundler restoring
+    # put back in front when something rebinds one of the names (KernelWatch): Bundler restoring
     # RubyGems' originals, loadscan taking Ruby's C require, Ruby's bundled_gems aliasing
     # `require` and defining its own. Each copy calls the method it replaced by that method's own
     # name (one aliased elsewhere still does), where loadscan can take it when it is Ruby's C
@@ -29,10 +31,10 @@ module Loadscan
           @attached = true
           NAMES.each { |name| replace(Kernel, name) }
           replace(Kernel.singleton_class, :require)
-          Kernel.singleton_class.prepend(Watch)
+          KernelWatch.listen(method(:redefined))
         end
 
-        # Called by Watch when Kernel's `name` was (re)defined in `owner` (Kernel, or its
+        # Called by KernelWatch when Kernel's `name` was (re)defined in `owner` (Kernel, or its
         # singleton class): one of ours replaced by another's is put back in front of it.
         def redefined(owner, name)
           return if @busy || !NAMES.include?(name) || (owner != Kernel && name != :require)
@@ -104,21 +106,6 @@ module Loadscan
         end
       end
 
-      # Prepended to Kernel's singleton class: hears of every method (re)defined in Kernel or on
-      # Kernel itself (as Loadscan::CoreExt::Watch).
-      module Watch
-        private
-
-        def method_added(name)
-          super
-          Hooks.redefined(Kernel, name)
-        end
-
-        def singleton_method_added(name)
-          super
-          Hooks.redefined(Kernel.singleton_class, name)
-        end
-      end
     end
 
     # The boot's phases as entries: Bundler's `setup` (the Gemfile's resolution) and `require`
