@@ -77,14 +77,14 @@ module Loadscan
       def build(nodes)
         gems = GemDirs.new
         list = nodes.each_with_index.map do |n, id|
-          label = n[LABEL].to_s
-          Entry.new(id: id, parent: n[PARENT], kind: n[KIND], label: label.start_with?("/") ? gems.short(label) : label, file: n[FILE]&.to_s,
+          label = text(n[LABEL])
+          Entry.new(id: id, parent: n[PARENT], kind: n[KIND], label: label.start_with?("/") ? gems.short(label) : label, file: n[FILE] && text(n[FILE]),
                     start: n[WALL0] - nodes[0][WALL0], wall: n[WALL1] - n[WALL0], cpu: n[CPU1] - n[CPU0],
                     allocated: n[ALLOC1] - n[ALLOC0], gc: n[GC1] - n[GC0], children: [])
         end
         list.each do |e|
           list[e.parent].children << e.id if e.parent
-          e.gem = if e.kind == :boot then "(boot)"
+          e.gem = if e.kind == :boot then "(outside any require)"
                   elsif e.kind == :startup then "(ruby start)"
                   elsif e.kind == :phase then gems.of($LOADED_FEATURES.find { |f| f.end_with?("/bundler.rb") }) || "bundler"
                   else gems.of(e.file) || list[e.parent].gem
@@ -98,6 +98,13 @@ module Loadscan
           e.self_gc = e.gc - kids.sum(0.0, &:gc)
         end
         list
+      end
+
+      # A label or path as UTF-8 (a path's bytes need not be: those that are not valid become
+      # U+FFFD, so that the JSON and the page can hold it).
+      def text(value)
+        s = value.to_s.dup.force_encoding(Encoding::UTF_8)
+        s.valid_encoding? ? s : s.scrub
       end
 
       # Which gem a file belongs to, by directory: the gems RubyGems activated (their
