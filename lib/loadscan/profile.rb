@@ -22,6 +22,8 @@ module Loadscan
   # (`feature`, the object the call was given, while the entry is open; the label is its `to_s`.)
   class Profile
     KIND, LABEL, FILE, PARENT, WALL0, CPU0, ALLOC0, GC0, FEATURE, WALL1, CPU1, ALLOC1, GC1 = (0..12).to_a
+    # How old a CPU time reading may be, in wall milliseconds, to stand for now (cpu_at).
+    CPU_FRESH_MS = 0.02
 
     class << self
       # The profile recording now (nil when none).
@@ -108,6 +110,7 @@ module Loadscan
 
     def initialize(name:, startup: false)
       @name = name
+      @cpu_wall = -Float::INFINITY
       @thread = Thread.current
       @nodes = []
       @stack = []
@@ -151,7 +154,8 @@ module Loadscan
     # Opens an entry under the one open now; returns its index for `leave`.
     def enter(kind, label, file)
       index = @nodes.size
-      @nodes << [kind, label, file, @stack.last, Profile.wall, Profile.cpu, GC.stat(:total_allocated_objects), Profile.gc_ms, label]
+      wall = Profile.wall
+      @nodes << [kind, label, file, @stack.last, wall, cpu_at(wall), GC.stat(:total_allocated_objects), Profile.gc_ms, label]
       @stack << index
       index
     end
@@ -161,7 +165,13 @@ module Loadscan
     # has entries under it.
     def leave(index, finished = true, result = true, loaded_before = nil)
       wall = Profile.wall
-      cpu = Profile.cpu
+      node = @nodes[index]
+      if finished && result == false && @nodes.size == index + 1 && node[KIND] != :load && @stack.last == index
+        @stack.pop
+        return @nodes.pop
+      end
+
+      cpu = cpu_at(wall)
       alloc = GC.stat(:total_allocated_objects)
       gc = Profile.gc_ms
       while (top = @stack.pop)
@@ -170,17 +180,25 @@ module Loadscan
         node.push(wall, cpu, alloc, gc)
         break if top == index
       end
-      node = @nodes[index]
       if !finished
         node[LABEL] = "#{node[LABEL]} (raised)"
-      elsif result == false && @nodes.size == index + 1 && node[KIND] != :load
-        @nodes.pop
       elsif node[FILE].nil? && loaded_before && $LOADED_FEATURES.size > loaded_before
         node[FILE] = $LOADED_FEATURES.last # provided once loaded: the last one is this call's
       end
     end
 
     private
+
+    # The process's CPU time at `wall`: read (a system call, the profile's dearest figure) unless
+    # the last reading is younger than CPU_FRESH_MS of wall time, then that reading plus the
+    # wall time since (the error is below that bound per entry: a run of requires that load
+    # nothing reads it once).
+    def cpu_at(wall)
+      return @cpu + (wall - @cpu_wall) if wall - @cpu_wall < CPU_FRESH_MS
+
+      @cpu_wall = wall
+      @cpu = Profile.cpu
+    end
 
     # The process's life before the profile started (Ruby's own start, RubyGems, what ran before
     # loadscan was loaded), from the start time Linux keeps in /proc/self/stat (clock ticks since

@@ -12,7 +12,9 @@ module Loadscan
       # Times in milliseconds from the boot's start; `self_*` what the entry did itself, the
       # others include its entries'.
       Entry = Struct.new(:id, :parent, :kind, :label, :file, :gem, :start, :wall, :cpu, :allocated, :gc,
-                         :self_wall, :self_cpu, :self_allocated, :self_gc, :children, keyword_init: true)
+                         :self_wall, :self_cpu, :self_allocated, :self_gc, :children)
+      # The fields `from_h` reads of each entry, in this order.
+      FIELDS = %i[id parent kind label file gem start wall cpu allocated gc self_wall self_cpu self_allocated self_gc].freeze
 
       # Kinds of entry that load a file.
       LOADS = %i[require require_relative load].freeze
@@ -29,15 +31,21 @@ module Loadscan
 
       def self.from_h(data)
         entries = data.fetch("entries").map do |e|
-          Entry.new(**Entry.members.to_h { |m| [m, e[m.to_s]] }.merge(kind: e["kind"].to_sym, children: []))
+          Entry.new(*FIELDS.map { |f| e[f.to_s] }, []).tap { |entry| entry.kind = entry.kind.to_sym }
         end
         entries.each { |e| entries[e.parent].children << e.id if e.parent }
         new(data.fetch("name"), entries: entries)
       end
 
+      # The figures as JSON would have them (times rounded to the microsecond).
       def to_h
-        { "name" => @name, "total_ms" => total_ms,
-          "entries" => @entries.map { |e| e.to_h.except(:children).transform_keys(&:to_s).merge("kind" => e.kind.to_s) } }
+        entries = @entries.map do |e|
+          { "id" => e.id, "parent" => e.parent, "kind" => e.kind.to_s, "label" => e.label, "file" => e.file, "gem" => e.gem,
+            "start" => e.start.round(3), "wall" => e.wall.round(3), "cpu" => e.cpu.round(3), "allocated" => e.allocated,
+            "gc" => e.gc.round(3), "self_wall" => e.self_wall.round(3), "self_cpu" => e.self_cpu.round(3),
+            "self_allocated" => e.self_allocated, "self_gc" => e.self_gc.round(3) }
+        end
+        { "name" => @name, "total_ms" => total_ms.round(3), "entries" => entries }
       end
 
       def root = @entries.first
@@ -76,26 +84,32 @@ module Loadscan
 
       def build(nodes)
         gems = GemDirs.new
+        bundler = nil
+        start = nodes[0][WALL0]
         list = nodes.each_with_index.map do |n, id|
           label = text(n[LABEL])
-          Entry.new(id: id, parent: n[PARENT], kind: n[KIND], label: label.start_with?("/") ? gems.short(label) : label, file: n[FILE] && text(n[FILE]),
-                    start: n[WALL0] - nodes[0][WALL0], wall: n[WALL1] - n[WALL0], cpu: n[CPU1] - n[CPU0],
-                    allocated: n[ALLOC1] - n[ALLOC0], gc: n[GC1] - n[GC0], children: [])
+          label = gems.short(label) if label.start_with?("/")
+          wall = n[WALL1] - n[WALL0]
+          cpu = n[CPU1] - n[CPU0]
+          allocated = n[ALLOC1] - n[ALLOC0]
+          gc = n[GC1] - n[GC0]
+          Entry.new(id, n[PARENT], n[KIND], label, n[FILE] && text(n[FILE]), nil, n[WALL0] - start, wall, cpu, allocated, gc,
+                    wall, cpu, allocated, gc, [])
         end
         list.each do |e|
-          list[e.parent].children << e.id if e.parent
-          e.gem = if e.kind == :boot then "(outside any require)"
-                  elsif e.kind == :startup then "(ruby start)"
-                  elsif e.kind == :phase then gems.of($LOADED_FEATURES.find { |f| f.end_with?("/bundler.rb") }) || "bundler"
-                  else gems.of(e.file) || list[e.parent].gem
+          if (parent = e.parent && list[e.parent])
+            parent.children << e.id
+            parent.self_wall -= e.wall
+            parent.self_cpu -= e.cpu
+            parent.self_allocated -= e.allocated
+            parent.self_gc -= e.gc
+          end
+          e.gem = case e.kind
+                  when :boot then "(outside any require)"
+                  when :startup then "(ruby start)"
+                  when :phase then bundler ||= gems.of($LOADED_FEATURES.find { |f| f.end_with?("/bundler.rb") }) || "bundler"
+                  else gems.of(e.file) || parent.gem
                   end
-        end
-        list.each do |e|
-          kids = e.children.map { |id| list[id] }
-          e.self_wall = e.wall - kids.sum(0.0, &:wall)
-          e.self_cpu = e.cpu - kids.sum(0.0, &:cpu)
-          e.self_allocated = e.allocated - kids.sum(0, &:allocated)
-          e.self_gc = e.gc - kids.sum(0.0, &:gc)
         end
         list
       end
@@ -103,7 +117,10 @@ module Loadscan
       # A label or path as UTF-8 (a path's bytes need not be: those that are not valid become
       # U+FFFD, so that the JSON and the page can hold it).
       def text(value)
-        s = value.to_s.dup.force_encoding(Encoding::UTF_8)
+        s = value.to_s
+        return s if s.encoding == Encoding::UTF_8 && s.valid_encoding?
+
+        s = s.dup.force_encoding(Encoding::UTF_8)
         s.valid_encoding? ? s : s.scrub
       end
 
@@ -112,12 +129,14 @@ module Loadscan
       # directory name (`…/gems/name-1.2.3/…`, `…/name/lib/…`).
       class GemDirs
         def initialize
-          @dirs = []
-          Gem.loaded_specs.each_value { |spec| @dirs << ["#{spec.full_gem_path}/", spec.name] } if defined?(Gem.loaded_specs)
-          @ruby = %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].filter_map do |k|
-            "#{RbConfig::CONFIG[k]}/" if RbConfig::CONFIG[k].to_s.start_with?("/")
-          end.sort_by { |dir| -dir.size }
-          @dirs.sort_by! { |dir, _| -dir.size }
+          # directory => gem (its name), and Ruby's own library dirs (=> nil): a file's gem is its
+          # nearest directory's, found by walking up from it (a few Hash lookups, however many
+          # gems the app has).
+          @dirs = {}
+          %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].each do |k|
+            @dirs[RbConfig::CONFIG[k]] = nil if RbConfig::CONFIG[k].to_s.start_with?("/")
+          end
+          Gem.loaded_specs.each_value { |spec| @dirs[spec.full_gem_path] = spec.name } if defined?(Gem.loaded_specs)
           @app = "#{Dir.pwd}/"
           @cache = {}
         end
@@ -130,21 +149,30 @@ module Loadscan
 
         # An absolute `path` from its gem's (or the app's) directory, less `lib/`.
         def short(path)
-          dir = @dirs.find { |d, _| path.start_with?(d) }&.first || @ruby.find { |d| path.start_with?(d) } ||
-                path[%r{\A.*/gems/[^/]+?-\d[^/]*/}] ||
-                (@app if path.start_with?(@app))
+          dir = nearest(path)&.then { |d| "#{d}/" } || path[%r{\A.*/gems/[^/]+?-\d[^/]*/}] || (@app if path.start_with?(@app))
           dir ? path.delete_prefix(dir).delete_prefix("lib/") : path
         end
 
         private
 
-        def find(file)
-          @dirs.each { |dir, name| return name if file.start_with?(dir) }
-          # Ruby's library: its default gems by their directory (`ruby/bundler`, `ruby/prism`).
-          @ruby.each do |dir|
-            next unless file.start_with?(dir)
+        # The nearest of @dirs above `path`, or nil.
+        def nearest(path)
+          dir = File.dirname(path)
+          until @dirs.key?(dir)
+            up = File.dirname(dir)
+            return nil if up == dir
 
-            top = file.delete_prefix(dir)[%r{\A(?:\d+\.\d+\.\d+/)?([^/]+)/}, 1]
+            dir = up
+          end
+          dir
+        end
+
+        def find(file)
+          if (dir = nearest(file))
+            return @dirs[dir] if @dirs[dir]
+
+            # Ruby's library: its default gems by their directory (`ruby/bundler`, `ruby/prism`).
+            top = file.delete_prefix("#{dir}/")[%r{\A(?:\d+\.\d+\.\d+/)?([^/]+)/}, 1]
             return top ? "ruby/#{top}" : "ruby"
           end
           file[%r{/gems/([^/]+?)-\d[^/]*/}, 1] || (file.start_with?(@app) && "app") ||
