@@ -22,8 +22,9 @@ module Loadscan
         end
         lines << "features by self time:"
         tree.features.first(top).each do |e|
+          by = tree.entries[e.parent]
           lines << "  #{ms(e.self_wall).rjust(10)} #{pct(e.self_wall, total).rjust(6)}  #{e.label} [#{e.gem}] " \
-                   "(#{ms(e.wall)} with what it loaded, #{count(e.self_allocated)} objects)"
+                   "(#{ms(e.wall)} with what it loaded, #{count(e.self_allocated)} objects; from #{by.kind == :boot ? "the boot" : by.label})"
         end
         initializers = tree.initializers
         unless initializers.empty?

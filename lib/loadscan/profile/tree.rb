@@ -136,7 +136,10 @@ module Loadscan
           %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].each do |k|
             @dirs[RbConfig::CONFIG[k]] = nil if RbConfig::CONFIG[k].to_s.start_with?("/")
           end
-          Gem.loaded_specs.each_value { |spec| @dirs[spec.full_gem_path] = spec.name } if defined?(Gem.loaded_specs)
+          (defined?(Gem.loaded_specs) ? Gem.loaded_specs.values : []).each do |spec|
+            @dirs[spec.full_gem_path] = spec.name
+            @dirs[spec.extension_dir] = spec.name if spec.respond_to?(:extension_dir) && !spec.extensions.empty? # its .so files
+          end
           @app = "#{Dir.pwd}/"
           @cache = {}
         end
