@@ -71,8 +71,13 @@ module Loadscan
           next unless Process.pid == owner
 
           ended = wall
-          profile.finish
-          write(profile.tree, path, ended)
+          gc_was_off = GC.disable # at exit: no collection for what is written (a GC the app disabled stays so)
+          begin
+            profile.finish
+            write(profile.tree, path, ended)
+          ensure
+            GC.enable unless gc_was_off
+          end
         end
       end
 
@@ -185,6 +190,7 @@ module Loadscan
       elsif node[FILE].nil? && loaded_before && $LOADED_FEATURES.size > loaded_before
         node[FILE] = $LOADED_FEATURES.last # provided once loaded: the last one is this call's
       end
+      Phases.check if node[KIND] != :boot # what the file defined: Bundler, Rails' initializers
     end
 
     private

@@ -86,7 +86,6 @@ module Loadscan
           when :require
             proc do |feature|
               profile = Hooks.recording(feature) or next __send__(kept, feature)
-              Profile::Phases.check
               profile.measure(:require, feature) { __send__(kept, feature) }
             end
           when :require_relative
@@ -112,7 +111,7 @@ module Loadscan
     # (the gems it loads are under it), and Rails' initializers: each
     # `Rails::Initializable::Initializer#run` (bumbler's `--initializers`), and each file of
     # config/initializers under the `load_config_initializer.railties` notification. Each is
-    # hooked once defined (checked at each `require` while a profile records, until then).
+    # hooked once defined (checked after each file a profile records, until then).
     module Phases
       class << self
         def check

@@ -136,10 +136,8 @@ module Loadscan
           %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].each do |k|
             @dirs[RbConfig::CONFIG[k]] = nil if RbConfig::CONFIG[k].to_s.start_with?("/")
           end
-          (defined?(Gem.loaded_specs) ? Gem.loaded_specs.values : []).each do |spec|
-            @dirs[spec.full_gem_path] = spec.name
-            @dirs[spec.extension_dir] = spec.name if spec.respond_to?(:extension_dir) && !spec.extensions.empty? # its .so files
-          end
+          # (full_gem_path only: Bundler's stub specs load the whole gemspec for most else)
+          Gem.loaded_specs.each_value { |spec| @dirs[spec.full_gem_path] = spec.name } if defined?(Gem.loaded_specs)
           @app = "#{Dir.pwd}/"
           @cache = {}
         end
@@ -178,7 +176,9 @@ module Loadscan
             top = file.delete_prefix("#{dir}/")[%r{\A(?:\d+\.\d+\.\d+/)?([^/]+)/}, 1]
             return top ? "ruby/#{top}" : "ruby"
           end
-          file[%r{/gems/([^/]+?)-\d[^/]*/}, 1] || (file.start_with?(@app) && "app") ||
+          # A gem's compiled extensions: `…/extensions/x86_64-linux/3.4.0/name-1.2.3/…`.
+          file[%r{/extensions/[^/]+/[^/]+/([^/]+?)-\d[^/]*/}, 1] || file[%r{/gems/([^/]+?)-\d[^/]*/}, 1] ||
+            (file.start_with?(@app) && "app") ||
             file[%r{/([^/]+?)(?:-\d[^/]*)?/lib/}, 1] || "(other)"
         end
       end
