@@ -101,7 +101,8 @@ module Loadscan
         Open3.popen3(env, *cmd, chdir: chdir) do |stdin, out, err, wait|
           stdin.close
           readers = [out, err].map { |io| Thread.new { io.read } }
-          [spawned, wait.value, readers.last.value]
+          status = wait.value
+          [spawned, status, readers.map(&:value).last]
         end
       end
 
