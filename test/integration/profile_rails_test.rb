@@ -82,7 +82,8 @@ class ProfileRailsTest < Minitest::Test
       wall = Float(File.read(mark)) - spawned - written
       data = JSON.parse(File.read(out)).fetch("loadscan")
       self_sum = data["entries"].sum { |e| e["self_wall"] }
-      assert_in_delta wall, self_sum, wall * 0.03, "self times #{self_sum} ms, the boot #{wall} ms"
+      # 3%, and the 10 ms tick Linux gives the process's start time in (/proc/self/stat)
+      assert_in_delta wall, self_sum, wall * 0.03 + 10, "self times #{self_sum} ms, the boot #{wall} ms"
     end
   end
 end

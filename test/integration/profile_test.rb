@@ -65,7 +65,8 @@ class ProfileTest < Minitest::Test
       written = Float(err[/profile written to .* in ([\d.]+) ms/, 1])
       wall = Float(File.read(mark)) - spawned - written
       self_sum = data["entries"].sum { |e| e["self_wall"] }
-      assert_in_delta wall, self_sum, wall * 0.03, "self times #{self_sum} ms, the boot #{wall} ms"
+      # 3%, and the 10 ms tick Linux gives the process's start time in (/proc/self/stat)
+      assert_in_delta wall, self_sum, wall * 0.03 + 10, "self times #{self_sum} ms, the boot #{wall} ms"
       startup = data["entries"][1]
       assert_equal "startup", startup["kind"], "Ruby's start before the profile is an entry"
       assert_slowgem(data["entries"].find { |e| e["label"] == "slowgem" }, app)
