@@ -4,15 +4,15 @@ module Loadscan
   # The boot profile (`loadscan profile`, `Loadscan.profile { … }`, `LOADSCAN_PROFILE=path`):
   # what each `require`, `require_relative`, `load` and autoload of the boot cost, as a tree.
   #
-  # While a profile records, a module prepended to Kernel (Hooks) times each of those calls in the
-  # thread that started it: wall clock, process CPU, objects allocated and GC time, on the way in
-  # and on the way out. A call that loaded nothing (`require` answering false) leaves no entry:
-  # its moment stays its caller's. Bundler's setup and require and Rails' initializers are
-  # entries too (Profile::Phases). The
-  # recorder keeps flat arrays; Profile::Tree makes the tree, the self figures and the gems.
+  # While a profile records, methods put in place of Kernel's (Profile::Hooks) time each of those
+  # calls in the thread that started it: wall clock, process CPU, objects allocated and GC time,
+  # on the way in and on the way out. A call that loaded nothing (`require` answering false)
+  # leaves no entry: its moment stays its caller's. Bundler's setup and require and Rails'
+  # initializers are entries too (Profile::Phases). The recorder keeps flat arrays;
+  # Profile::Tree makes the tree, the self figures and the gems.
   #
   # Off, nothing of this is loaded. Once a profile has run in a process, `require` keeps one
-  # branch more (`Profile.current` is nil): Ruby cannot take a prepended module back out.
+  # branch more (`Profile.current` is nil): the hooks stay (see Profile::Hooks).
   #
   # A recording node, before Profile::Tree reads it:
   #
