@@ -88,7 +88,7 @@ class ProfileTest < Minitest::Test
         raised = nil
         tree = Loadscan.profile do
           require "a"
-          sleep 0.1 # a block long enough for 3% to be more than the profile's own start and end
+          sleep 0.5 # long enough for 3% to be more than the profile's own start and end (and a loaded machine's pauses there)
           B::C
           require_relative #{File.join(dir, "sub/rel").inspect}
           load #{File.join(dir, "loaded.rb").inspect}
