@@ -13,6 +13,7 @@ module Loadscan
   autoload :Warnings, File.expand_path("loadscan/warnings", __dir__)
   autoload :Instrumentation, File.expand_path("loadscan/instrumentation", __dir__)
   autoload :LastBoot, File.expand_path("loadscan/last_boot", __dir__)
+  autoload :Profile, File.expand_path("loadscan/profile", __dir__)
 
   class << self
     # The configuration in effect after setup (nil before).
@@ -80,6 +81,12 @@ module Loadscan
     # not set up).
     def booted!
       active? && BootGC.finish(:booted)
+    end
+
+    # Records what each require, require_relative, load, autoload and Rails initializer the
+    # block runs costs (README, "Boot profile"), and returns it: a Loadscan::Profile::Tree.
+    def profile(name: "Loadscan.profile", &block)
+      Profile.run(name: name, &block)
     end
 
     # Whether `require` currently goes through loadscan.
@@ -315,3 +322,6 @@ module Loadscan
     end
   end
 end
+
+# LOADSCAN_PROFILE=path: the boot is profiled from here, loadscan's own load (README, "Boot profile").
+Loadscan::Profile.start_from_env(ENV["LOADSCAN_PROFILE"]) if ENV["LOADSCAN_PROFILE"]

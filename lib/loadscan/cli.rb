@@ -19,6 +19,7 @@ module Loadscan
       "stats" => "the figures of the app's last boot (requires answered, left to Ruby and why, cache use)",
       "problems" => "paths the scanner leaves to Ruby (loops, unreadable dirs, …)",
       "clear" => "delete the cache file and the last boot's figures (the next boot starts cold)",
+      "profile" => "[-- COMMAND]  what each require and initializer of the boot costs: summary, speedscope JSON, HTML page",
       "install" => "set this app up: Gemfile, config/boot.rb (Bootsnap keeps its compile cache only), Dockerfile; shows the diff",
     }.freeze
 
@@ -77,6 +78,9 @@ module Loadscan
         end
         o.on("--json", "print JSON") { @json = true }
         o.on("--dry-run", "install: show the changes, write nothing") { @dry_run = true }
+        o.on("--output BASE", "profile: write BASE.json and BASE.html (default: the app's tmp/loadscan-profile.*)") do |b|
+          @output = File.expand_path(b)
+        end
         o.on("--timeout SECONDS", Float, "doctor: how long the app's boot may take (default #{DOCTOR_TIMEOUT})") do |t|
           raise Usage, "--timeout needs a number of seconds above 0" unless t.positive? && t.finite?
 
@@ -290,6 +294,15 @@ module Loadscan
       elsif @dry_run then "--dry-run: nothing written"
       else "changed #{changed.join(", ")}#{changed.include?("Gemfile") ? "; now run `bundle install`" : ""}"
       end
+    end
+
+    def cmd_profile(command)
+      require_relative "profile/command"
+      profile = Profile::Command.new(app: App.nearest || Dir.pwd, command: command, output: @output,
+                                     timeout: @timeout, env: @env)
+      ok = profile.run
+      emit(profile.summary) { profile.lines }
+      ok ? 0 : 1
     end
 
     def cmd_doctor(_args)

@@ -36,6 +36,8 @@
 #
 # Deliberately not intercepted: `require_relative` and `load` (they never search `$LOAD_PATH`
 # by feature name). `autoload` reaches `Kernel#require` and is served through it.
+require_relative "../kernel_watch"
+
 module Loadscan
   # Keeps loadscan in front of Ruby's C `require` (see the top of this file).
   module CoreExt
@@ -47,7 +49,7 @@ module Loadscan
       # Returns false when Ruby's C `require` is bound nowhere (then nothing changed).
       def attach
         taken = OWNERS.sum { |owner| c_bindings(owner).each { |name| take(owner, name) }.size }
-        Kernel.singleton_class.prepend(Watch)
+        KernelWatch.listen(method(:method_added))
         @attached = true
         taken.positive?
       end
@@ -58,7 +60,7 @@ module Loadscan
         @attached == true && probe == :reached
       end
 
-      # Called by Watch when a method named `name` was (re)defined in `owner`.
+      # Called by KernelWatch when a method named `name` was (re)defined in `owner`.
       def method_added(owner, name)
         return if !@attached || @busy
 
@@ -191,22 +193,6 @@ module Loadscan
         return :bypassed if results.include?(:bypassed)
 
         results.all?(:reached) ? :reached : :unsure
-      end
-    end
-
-    # Prepended to Kernel's singleton class: hears of every method (re)defined in Kernel or on
-    # Kernel itself, and passes the news on.
-    module Watch
-      private
-
-      def method_added(name)
-        super
-        Loadscan::CoreExt.method_added(Kernel, name)
-      end
-
-      def singleton_method_added(name)
-        super
-        Loadscan::CoreExt.method_added(Kernel.singleton_class, name)
       end
     end
   end

@@ -1,0 +1,227 @@
+# frozen_string_literal: true
+
+module Loadscan
+  # The boot profile (`loadscan profile`, `Loadscan.profile { … }`, `LOADSCAN_PROFILE=path`):
+  # what each `require`, `require_relative`, `load` and autoload of the boot cost, as a tree.
+  #
+  # While a profile records, methods put in place of Kernel's (Profile::Hooks) time each of those
+  # calls in the thread that started it: wall clock, process CPU, objects allocated and GC time,
+  # on the way in and on the way out. A call that loaded nothing (`require` answering false)
+  # leaves no entry: its moment stays its caller's. Bundler's setup and require and Rails'
+  # initializers are entries too (Profile::Phases). The recorder keeps flat arrays;
+  # Profile::Tree makes the tree, the self figures and the gems.
+  #
+  # Off, nothing of this is loaded. Once a profile has run in a process, `require` keeps one
+  # branch more (`Profile.current` is nil): the hooks stay (see Profile::Hooks).
+  #
+  # A recording node, before Profile::Tree reads it:
+  #
+  #   [kind, label, file, parent, wall0, cpu0, alloc0, gc0, feature, wall1, cpu1, alloc1, gc1]
+  #   [:require, "json", "/…/json-2.7/lib/json.rb", 0, 12.5, 11.0, 40_210, 0.0, nil, 19.25, 17.5, 52_001, 0.4]
+  #
+  # (`feature`, the object the call was given, while the entry is open; the label is its `to_s`.)
+  class Profile
+    KIND, LABEL, FILE, PARENT, WALL0, CPU0, ALLOC0, GC0, FEATURE, WALL1, CPU1, ALLOC1, GC1 = (0..12).to_a
+    # How old a CPU time reading may be, in wall milliseconds, to stand for now (cpu_at).
+    CPU_FRESH_MS = 0.02
+
+    class << self
+      # The profile recording now (nil when none).
+      attr_reader :current
+
+      # Records the block: returns a Profile::Tree (the block's own result is not kept).
+      def run(name: "Loadscan.profile")
+        raise ArgumentError, "a profile is already recording" if @current
+
+        profile = start(name: name)
+        begin
+          yield
+        ensure
+          profile.finish
+        end
+        profile.tree
+      end
+
+      # Starts recording from now (one profile at a time).
+      def start(name:, startup: false)
+        require_relative "profile/hooks"
+        profile = new(name: name, startup: startup)
+        Hooks.attach
+        @current = profile
+      end
+
+      # Stops the current profile (called by Profile#finish).
+      def stopped(profile)
+        @current = nil if @current.equal?(profile)
+      end
+
+      # LOADSCAN_PROFILE=path: records from now (loadscan's own load, as early as the boot
+      # allows) to the process's exit, then writes `path` (the page when it ends in `.html`,
+      # else speedscope's JSON with loadscan's figures) and prints the summary on stderr.
+      # Forked children (server workers) write nothing.
+      def start_from_env(path)
+        return if @current || path.to_s.empty?
+        # `loadscan profile`'s child only (and what it execs: `bundle exec`), not its own children.
+        return if ENV["LOADSCAN_PROFILE_PARENT"] && ENV["LOADSCAN_PROFILE_PARENT"] != Process.ppid.to_s
+
+        path = File.expand_path(path)
+        profile = start(name: [$PROGRAM_NAME, *ARGV].join(" "), startup: true)
+        owner = Process.pid
+        at_exit do # registered first, so it runs last: after the app's own at_exit
+          next unless Process.pid == owner
+
+          ended = wall
+          gc_was_off = GC.disable # at exit: no collection for what is written (a GC the app disabled stays so)
+          begin
+            profile.finish
+            write(profile.tree, path, ended)
+          ensure
+            GC.enable unless gc_was_off
+          end
+        end
+      end
+
+      # Writes `tree` to `path` as its extension says; a failure is one warning. Says how long
+      # that took since `started` (the profile's end).
+      def write(tree, path, started = wall)
+        require_relative "profile/report"
+        if path.end_with?(".html")
+          require_relative "profile/html"
+          File.write(path, HTML.render(tree))
+        else
+          require_relative "profile/speedscope"
+          File.write(path, Speedscope.render(tree))
+        end
+        written = format("loadscan: profile written to %s in %.1f ms", path, wall - started)
+        $stderr.puts(Report.text(tree), written) unless ENV["LOADSCAN_PROFILE_PARENT"] # `loadscan profile` prints it
+      rescue SystemCallError, IOError => e
+        warn_once(:write, "could not write the profile to #{path}: #{e.message}")
+      end
+
+      # One warning of each kind per process (Loadscan::Warnings would load the extension: the
+      # profile starts before it, from profile/start.rb).
+      def warn_once(kind, message)
+        (@warned ||= {})[kind] ||= Kernel.warn("loadscan: #{message}", uplevel: nil) || true
+      end
+
+      # Now, in milliseconds: the wall clock, the process's CPU time. GC's total time (Ruby 3.1+),
+      # in milliseconds too.
+      def wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond)
+      def cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID, :float_millisecond)
+      def gc_ms = GC.total_time / 1_000_000.0
+    end
+
+    attr_reader :name, :thread
+
+    def initialize(name:, startup: false)
+      @name = name
+      @cpu_wall = -Float::INFINITY
+      @thread = Thread.current
+      @nodes = []
+      @stack = []
+      @tree = nil
+      enter(:boot, name, nil)
+      startup_node if startup
+    end
+
+    # Times the block as an entry of `kind` for `feature` (the feature as written, an
+    # initializer's name); `file` is the file it loads when known before, else what `yield`
+    # returns decides (see `leave`). Raised or thrown: the entry stays, marked. The same call
+    # passing through a second hook (one aliased by what stands in front of the other: Ruby's
+    # bundled_gems) is the entry already open.
+    def measure(kind, feature, file = nil)
+      top = @nodes[@stack.last]
+      return yield if top[KIND] == kind && top[FEATURE].equal?(feature)
+
+      index = enter(kind, feature, file)
+      loaded_before = $LOADED_FEATURES.size
+      finished = false
+      result = yield
+      finished = true
+      result
+    ensure
+      leave(index, finished, result, loaded_before) if index
+    end
+
+    # Ends the recording (the boot's entry closes now); idempotent.
+    def finish
+      return if @tree
+
+      leave(@stack.first) until @stack.empty?
+      self.class.stopped(self)
+      require_relative "profile/tree"
+      @tree = Tree.new(@name, @nodes)
+    end
+
+    # The recorded tree (after finish).
+    def tree = @tree || finish
+
+    # Opens an entry under the one open now; returns its index for `leave`.
+    def enter(kind, label, file)
+      index = @nodes.size
+      wall = Profile.wall
+      @nodes << [kind, label, file, @stack.last, wall, cpu_at(wall), GC.stat(:total_allocated_objects), Profile.gc_ms, label]
+      @stack << index
+      index
+    end
+
+    # Closes the entry at `index` (and any the call left open: a `throw` through a hook that
+    # never returned). A require that answered false loaded nothing: its entry goes, unless it
+    # has entries under it.
+    def leave(index, finished = true, result = true, loaded_before = nil)
+      wall = Profile.wall
+      node = @nodes[index]
+      if finished && result == false && @nodes.size == index + 1 && node[KIND] != :load && @stack.last == index
+        @stack.pop
+        return @nodes.pop
+      end
+
+      cpu = cpu_at(wall)
+      alloc = GC.stat(:total_allocated_objects)
+      gc = Profile.gc_ms
+      while (top = @stack.pop)
+        node = @nodes[top]
+        node[FEATURE] = nil # the object itself is kept only while open
+        node.push(wall, cpu, alloc, gc)
+        break if top == index
+      end
+      if !finished
+        node[LABEL] = "#{node[LABEL]} (raised)"
+      elsif node[FILE].nil? && loaded_before && $LOADED_FEATURES.size > loaded_before
+        node[FILE] = $LOADED_FEATURES.last # provided once loaded: the last one is this call's
+      end
+      Phases.check if node[KIND] != :boot # what the file defined: Bundler, Rails' initializers
+    end
+
+    private
+
+    # The process's CPU time at `wall`: read (a system call, the profile's dearest figure) unless
+    # the last reading is younger than CPU_FRESH_MS of wall time, then that reading plus the
+    # wall time since (the error is below that bound per entry: a run of requires that load
+    # nothing reads it once).
+    def cpu_at(wall)
+      return @cpu + (wall - @cpu_wall) if wall - @cpu_wall < CPU_FRESH_MS
+
+      @cpu_wall = wall
+      @cpu = Profile.cpu
+    end
+
+    # The process's life before the profile started (Ruby's own start, RubyGems, what ran before
+    # loadscan was loaded), from the start time Linux keeps in /proc/self/stat (clock ticks since
+    # boot, 10 ms each): the first entry, so the boot's total is the process's.
+    def startup_node
+      boot = @nodes.first
+      ticks = File.read("/proc/self/stat").split(") ", 2).last.split[19].to_i
+      since_start = Process.clock_gettime(Process::CLOCK_BOOTTIME, :float_millisecond) - ticks * 10.0
+      return unless since_start.positive? && since_start < 600_000
+
+      started = boot[WALL0] - since_start
+      @nodes << [:startup, "ruby's start (before the profile)", nil, 0, started, 0.0, 0, 0.0, nil,
+                 boot[WALL0], boot[CPU0], boot[ALLOC0], boot[GC0]]
+      boot[WALL0] = started
+      boot[CPU0] = boot[ALLOC0] = boot[GC0] = 0
+    rescue SystemCallError, IOError, ArgumentError, NoMethodError
+      nil
+    end
+  end
+end

@@ -1,0 +1,187 @@
+# frozen_string_literal: true
+
+module Loadscan
+  class Profile
+    # A finished profile: its entries in the order they started (each after its parent), with
+    # inclusive and self figures, and the gem each belongs to. The boot's own entry is the first;
+    # its self time is the time outside any require, so the self times add up to the boot's.
+    #
+    #   tree.entries.first  # => #<Entry kind=:boot label="bin/rails runner nil" wall=1840.2 …>
+    #   tree.gems.first     # => ["activesupport", { "self_ms" => 212.4, "allocated" => 1_220_114, … }]
+    class Tree
+      # Times in milliseconds from the boot's start; `self_*` what the entry did itself, the
+      # others include its entries'.
+      Entry = Struct.new(:id, :parent, :kind, :label, :file, :gem, :start, :wall, :cpu, :allocated, :gc,
+                         :self_wall, :self_cpu, :self_allocated, :self_gc, :children)
+      # The fields `from_h` reads of each entry, in this order.
+      FIELDS = %i[id parent kind label file gem start wall cpu allocated gc self_wall self_cpu self_allocated self_gc].freeze
+
+      # Kinds of entry that load a file.
+      LOADS = %i[require require_relative load].freeze
+      # Kinds of entry that are a part of the boot: Bundler's (:phase) and Rails' initializers.
+      PHASES = %i[phase initializer].freeze
+
+      attr_reader :name, :entries
+
+      # From the recorder's nodes (Profile); or, with `entries:`, from `to_h`'s.
+      def initialize(name, nodes = nil, entries: nil)
+        @name = name
+        @entries = entries || build(nodes)
+      end
+
+      def self.from_h(data)
+        entries = data.fetch("entries").map do |e|
+          Entry.new(*FIELDS.map { |f| e[f.to_s] }, []).tap { |entry| entry.kind = entry.kind.to_sym }
+        end
+        entries.each { |e| entries[e.parent].children << e.id if e.parent }
+        new(data.fetch("name"), entries: entries)
+      end
+
+      # The figures as JSON would have them (times rounded to the microsecond).
+      def to_h
+        entries = @entries.map do |e|
+          { "id" => e.id, "parent" => e.parent, "kind" => e.kind.to_s, "label" => e.label, "file" => e.file, "gem" => e.gem,
+            "start" => e.start.round(3), "wall" => e.wall.round(3), "cpu" => e.cpu.round(3), "allocated" => e.allocated,
+            "gc" => e.gc.round(3), "self_wall" => e.self_wall.round(3), "self_cpu" => e.self_cpu.round(3),
+            "self_allocated" => e.self_allocated, "self_gc" => e.self_gc.round(3) }
+        end
+        { "name" => @name, "total_ms" => total_ms.round(3), "entries" => entries }
+      end
+
+      def root = @entries.first
+      def total_ms = root.wall
+      def gc_ms = root.gc
+      def allocated = root.allocated
+
+      # Self time outside any require (the boot's own entry).
+      def outside_ms = root.self_wall
+
+      # `[gem, figures]` by self time, most first: what the gem's own files and initializers did.
+      def gems
+        sums = Hash.new { |h, k| h[k] = { "self_ms" => 0.0, "cpu_ms" => 0.0, "allocated" => 0, "gc_ms" => 0.0, "files" => 0 } }
+        @entries.each do |e|
+          s = sums[e.gem]
+          s["self_ms"] += e.self_wall
+          s["cpu_ms"] += e.self_cpu
+          s["allocated"] += e.self_allocated
+          s["gc_ms"] += e.self_gc
+          s["files"] += 1 if LOADS.include?(e.kind)
+        end
+        sums.sort_by { |_, s| -s["self_ms"] }
+      end
+
+      # Entries that loaded a file, by self time, most first.
+      def features = @entries.select { |e| LOADS.include?(e.kind) }.sort_by { |e| -e.self_wall }
+
+      # Bundler's setup and require, Rails' initializers: by inclusive time (what running each
+      # cost), most first.
+      def initializers = @entries.select { |e| PHASES.include?(e.kind) }.sort_by { |e| -e.wall }
+
+      # The entries of `entry`, in order.
+      def children(entry) = entry.children.map { |id| @entries[id] }
+
+      private
+
+      def build(nodes)
+        gems = GemDirs.new
+        bundler = nil
+        start = nodes[0][WALL0]
+        list = nodes.each_with_index.map do |n, id|
+          label = text(n[LABEL])
+          label = gems.short(label) if label.start_with?("/")
+          wall = n[WALL1] - n[WALL0]
+          cpu = n[CPU1] - n[CPU0]
+          allocated = n[ALLOC1] - n[ALLOC0]
+          gc = n[GC1] - n[GC0]
+          Entry.new(id, n[PARENT], n[KIND], label, n[FILE] && text(n[FILE]), nil, n[WALL0] - start, wall, cpu, allocated, gc,
+                    wall, cpu, allocated, gc, [])
+        end
+        list.each do |e|
+          if (parent = e.parent && list[e.parent])
+            parent.children << e.id
+            parent.self_wall -= e.wall
+            parent.self_cpu -= e.cpu
+            parent.self_allocated -= e.allocated
+            parent.self_gc -= e.gc
+          end
+          e.gem = case e.kind
+                  when :boot then "(outside any require)"
+                  when :startup then "(ruby start)"
+                  when :phase then bundler ||= gems.of($LOADED_FEATURES.find { |f| f.end_with?("/bundler.rb") }) || "bundler"
+                  else gems.of(e.file) || parent.gem
+                  end
+        end
+        list
+      end
+
+      # A label or path as UTF-8 (a path's bytes need not be: those that are not valid become
+      # U+FFFD, so that the JSON and the page can hold it).
+      def text(value)
+        s = value.to_s
+        return s if s.encoding == Encoding::UTF_8 && s.valid_encoding?
+
+        s = s.dup.force_encoding(Encoding::UTF_8)
+        s.valid_encoding? ? s : s.scrub
+      end
+
+      # Which gem a file belongs to, by directory: the gems RubyGems activated (their
+      # directories), Ruby's own library, the app (the current directory), then a gem's usual
+      # directory name (`…/gems/name-1.2.3/…`, `…/name/lib/…`).
+      class GemDirs
+        def initialize
+          # directory => gem (its name), and Ruby's own library dirs (=> nil): a file's gem is its
+          # nearest directory's, found by walking up from it (a few Hash lookups, however many
+          # gems the app has).
+          @dirs = {}
+          %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].each do |k|
+            @dirs[RbConfig::CONFIG[k]] = nil if RbConfig::CONFIG[k].to_s.start_with?("/")
+          end
+          # (full_gem_path only: Bundler's stub specs load the whole gemspec for most else)
+          Gem.loaded_specs.each_value { |spec| @dirs[spec.full_gem_path] = spec.name } if defined?(Gem.loaded_specs)
+          @app = "#{Dir.pwd}/"
+          @cache = {}
+        end
+
+        def of(file)
+          return nil unless file&.start_with?("/")
+
+          @cache[File.dirname(file)] ||= find(file)
+        end
+
+        # An absolute `path` from its gem's (or the app's) directory, less `lib/`.
+        def short(path)
+          dir = nearest(path)&.then { |d| "#{d}/" } || path[%r{\A.*/gems/[^/]+?-\d[^/]*/}] || (@app if path.start_with?(@app))
+          dir ? path.delete_prefix(dir).delete_prefix("lib/") : path
+        end
+
+        private
+
+        # The nearest of @dirs above `path`, or nil.
+        def nearest(path)
+          dir = File.dirname(path)
+          until @dirs.key?(dir)
+            up = File.dirname(dir)
+            return nil if up == dir
+
+            dir = up
+          end
+          dir
+        end
+
+        def find(file)
+          if (dir = nearest(file))
+            return @dirs[dir] if @dirs[dir]
+
+            # Ruby's library: its default gems by their directory (`ruby/bundler`, `ruby/prism`).
+            top = file.delete_prefix("#{dir}/")[%r{\A(?:\d+\.\d+\.\d+/)?([^/]+)/}, 1]
+            return top ? "ruby/#{top}" : "ruby"
+          end
+          # A gem's compiled extensions: `…/extensions/x86_64-linux/3.4.0/name-1.2.3/…`.
+          file[%r{/extensions/[^/]+/[^/]+/([^/]+?)-\d[^/]*/}, 1] || file[%r{/gems/([^/]+?)-\d[^/]*/}, 1] ||
+            (file.start_with?(@app) && "app") ||
+            file[%r{/([^/]+?)(?:-\d[^/]*)?/lib/}, 1] || "(other)"
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,121 @@
+# frozen_string_literal: true
+
+require_relative "../test_helper"
+require_relative "../support/profile_app"
+require "json"
+
+# The boot profile (README, "Boot profile") on a Bundler app whose config/boot.rb sets loadscan
+# up, with a gem whose top level sleeps 50 ms and allocates 100,000 objects (slowgem) and the gem
+# it requires (fastgem): through `loadscan profile`, LOADSCAN_PROFILE and `Loadscan.profile`.
+class ProfileTest < Minitest::Test
+  include Loadscan::TestSupport::ProfileApp
+
+  def test_loadscan_profile_prints_writes_speedscope_and_a_page_chromium_shows
+    with_files([]) do |dir|
+      app = profile_app(dir)
+      FileUtils.mkdir_p(File.join(dir, "out"))
+      run = run_ruby(file: Loadscan::TestSupport::EXE, args: ["--json", "profile", "--output", File.join(dir, "out", "boot")], chdir: app, env: app_env(app))
+      assert run.success?, run.stderr
+      summary = JSON.parse(run.stdout)
+      assert_equal [RbConfig.ruby, "-e"], summary["command"].split(" ", 3).first(2), "the boot doctor runs: config/boot.rb, Bundler.require"
+      assert_slowgem_first(summary["features"], app)
+
+      data = JSON.parse(File.read(summary["json"]))
+      entries = data.fetch("loadscan").fetch("entries")
+      slow = entries.find { |e| e["label"] == "slowgem" }
+      assert_slowgem(slow, app)
+      fast = entries.find { |e| e["label"] == "fastgem" }
+      assert_equal slow["id"], fast["parent"], "fastgem, required by slowgem, is under it"
+      assert_equal "fastgem", fast["gem"]
+      assert_equal File.join(app, "gems/fastgem/lib/fastgem.rb"), fast["file"]
+      assert_in_delta data["loadscan"]["total_ms"], entries.sum { |e| e["self_wall"] }, 0.001 * entries.size # (each to the µs)
+      assert entries.any? { |e| e["label"] == "loadscan/setup" && e["gem"] == "loadscan" }, "loadscan's own setup is an entry"
+
+      problems = speedscope_problems(summary["json"])
+      skip "no speedscope schema or jsonschema here (bin/setup installs them)" if problems == :no_checker
+      assert_nil problems
+
+      html = File.read(summary["html"])
+      refute_match(/<(?:script|link|img)[^>]+(?:src|href)=/, html, "nothing fetched: everything inline")
+      dom = chromium_dom(summary["html"]) or skip "no Chromium here (bin/setup installs it)"
+      top = entries.select { |e| %w[require require_relative load].include?(e["kind"]) }.max_by { |e| e["self_wall"] }
+      assert_equal summary["features"].first["label"], top["label"]
+      assert_equal [top["label"], top["gem"], format("%.1f ms", top["self_wall"])], first_entry(dom), "the page's first file is the profile's"
+      assert_includes dom, "search by gem"
+    end
+  end
+
+  # LOADSCAN_PROFILE=path for a boot started by something else: the profile starts before the
+  # app's boot (RUBYOPT, as `loadscan profile` does), covers Ruby's start before it, and its self
+  # times add up to the boot's wall time as the parent measures it: from the spawn to the
+  # process's last at_exit (registered before the profile's, so run after it), less the time
+  # the profile took to write itself (it says so).
+  def test_self_times_add_up_to_the_boot_measured_outside
+    with_files([]) do |dir|
+      app = profile_app(dir)
+      out = File.join(dir, "boot.html")
+      mark = File.join(dir, "end")
+      boot = %(load "config/boot.rb"; Bundler.require(:default))
+      env = app_env(app).merge("PROFILE_TEST_END" => mark)
+      spawned, status, err = spawn_profiled(env, [RbConfig.ruby, "-e", boot], chdir: app, path: out, mark_last: mark)
+      assert status.success?, err
+      assert_match(/^boot: .* ms \(-e\)/, err, "the summary on stderr")
+      assert_match(/^loadscan: profile written to #{Regexp.escape(out)} in [\d.]+ ms$/, err)
+      data = JSON.parse(File.read(out)[%r{<script type="application/json" id="profile-data">(.*?)</script>}m, 1])
+      written = Float(err[/profile written to .* in ([\d.]+) ms/, 1])
+      wall = Float(File.read(mark)) - spawned - written
+      self_sum = data["entries"].sum { |e| e["self_wall"] }
+      # 3%, and the 10 ms tick Linux gives the process's start time in (/proc/self/stat)
+      assert_in_delta wall, self_sum, wall * 0.03 + 10, "self times #{self_sum} ms, the boot #{wall} ms"
+      startup = data["entries"][1]
+      assert_equal "startup", startup["kind"], "Ruby's start before the profile is an entry"
+      assert_slowgem(data["entries"].find { |e| e["label"] == "slowgem" }, app)
+    end
+  end
+
+  # Loadscan.profile in a script: every kind of entry; the block's self times add up to its wall
+  # time; what was raised is raised; and `require_relative` still resolves against its caller
+  # once the profile is over (Ruby's own `$LOADED_FEATURES` as without it).
+  def test_profile_block_in_a_script
+    with_files([["lib/a.rb", "require 'b'\n"], ["lib/b.rb", "module B; autoload :C, 'c'; end\n"], ["lib/c.rb", "module B::C; end\n"],
+                ["sub/rel.rb", "require_relative 'rel2'\n"], ["sub/rel2.rb", ""], ["sub/after.rb", "require_relative 'after2'\n"],
+                ["sub/after2.rb", ""], ["loaded.rb", "$loads = ($loads || 0) + 1\n"]]) do |dir|
+      code = <<~RUBY
+        $LOAD_PATH.unshift(#{File.join(dir, "lib").inspect})
+        require #{File.join(Loadscan::TestSupport::LIB, "loadscan").inspect}
+        Loadscan.profile { } # the profile's own files loaded (not the block's time)
+        t = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond)
+        raised = nil
+        tree = Loadscan.profile do
+          require "a"
+          sleep 0.5 # long enough for 3% to be more than the profile's own start and end (and a loaded machine's pauses there)
+          B::C
+          require_relative #{File.join(dir, "sub/rel").inspect}
+          load #{File.join(dir, "loaded.rb").inspect}
+          begin
+            require "nope"
+          rescue LoadError => e
+            raised = e.message
+          end
+        end
+        wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond) - t
+        require_relative #{File.join(dir, "sub/after").inspect}
+        report("wall" => wall, "raised" => raised, "entries" => tree.to_h["entries"], "features" => $LOADED_FEATURES.select { |f| f.start_with?(#{dir.inspect}) })
+      RUBY
+      stock = run_ruby(code.sub(/tree = Loadscan.profile do(.*?)\n        end/m) { "tree = Struct.new(:to_h).new({});#{$1}" }, loadscan: false)
+      run = run_ruby(code, loadscan: true)
+      assert run.success?, run.stderr
+      r = run.report
+      labels = r["entries"].to_h { |e| [e["label"], e] }
+      assert_equal %w[boot require require require require_relative require_relative load require],
+                   r["entries"].map { |e| e["kind"] }
+      assert_equal labels["a"]["id"], labels["b"]["parent"]
+      assert_equal labels["Loadscan.profile"]["id"], labels["c"]["parent"], "the autoload, from the block"
+      assert_equal labels[File.join(dir, "sub/rel")]["id"], labels["rel2"]["parent"]
+      assert_equal "nope (raised)", r["entries"].last["label"]
+      assert_equal "cannot load such file -- nope", r["raised"]
+      assert_in_delta r["wall"], r["entries"].sum { |e| e["self_wall"] }, r["wall"] * 0.03
+      assert_equal stock.report["features"], r["features"]
+    end
+  end
+end
