@@ -28,10 +28,10 @@ module Loadscan
 
       # The objects the last boot had allocated when it exited (its GC figures), if it was the
       # program `key` names (Loadscan::BootGC.key) and it never said it had booted (then the
-      # next boot will say so again); else nil. Read at setup, trusted as `read` trusts the file,
-      # but silently and without JSON (which the app may not load).
-      def gc_mark(dir, key)
-        text = text(dir) or return nil
+      # next boot will say so again); else nil. `text` is the record the extension read at setup
+      # from the cache dir it opened (trusted as `read` trusts the file, silently), read without
+      # JSON (which the app may not load).
+      def gc_mark(text, key)
         return nil if text[/"boot_key":"(\h+)"/, 1] != key || !text.include?('"boot_end_by":"exit"')
 
         text[/"boot_end_objects":(\d+)/, 1]&.to_i
@@ -45,7 +45,7 @@ module Loadscan
         count = ->(name) { r[name].is_a?(Numeric) ? r[name] : 0 }
         left = (r["left_to_ruby"].is_a?(Hash) ? r["left_to_ruby"] : {}).select { |_, n| n.is_a?(Integer) && n.positive? }
         why = left.empty? ? "" : " (#{left.map { |reason, n| "#{n} #{reason}" }.join(", ")})"
-        setup_ms = %w[cache_load_ms expand_ms sync_ms].sum(&count)
+        setup_ms = r["setup_ms"].is_a?(Numeric) ? r["setup_ms"] : %w[cache_load_ms expand_ms sync_ms].sum(&count) # older records
         "#{"#{r["at"]} #{r["program"]} (pid #{r["pid"]}, Ruby #{r["ruby"]}): " if who}" \
           "#{count.("hits")} requires answered from the index, #{count.("misses")} misses, " \
           "#{count.("deferred")} left to Ruby#{why}; engaged: #{r["engaged"] ? "yes" : "no"}; " \

@@ -159,7 +159,7 @@ pub fn strings(ruby: &Ruby, list: Vec<Vec<u8>>) -> RArray {
 }
 
 /// A Hash of String or Symbol keys to Strings, Symbols, Integers, Floats, true, false, nil,
-/// Arrays and Hashes of those, as the fields a record adds (`Native.record_last_boot`).
+/// Arrays and Hashes of those, as the fields a record adds (`Native.finish`).
 pub fn json_fields(ruby: &Ruby, hash: RHash) -> Result<Vec<(String, Json)>, Error> {
     json_fields_at(ruby, hash, 0)
 }

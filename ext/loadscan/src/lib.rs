@@ -30,11 +30,11 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("stop", function!(native::stop, 0))?;
     native.define_module_function("save", function!(native::save, 0))?;
     native.define_module_function("relist_racy", function!(native::relist_racy, 0))?;
-    native.define_module_function("record_last_boot", function!(native::record_last_boot, 1))?;
+    native.define_module_function("finish", function!(native::finish, 1))?;
+    native.define_module_function("set_readonly", function!(native::set_readonly, 1))?;
     native.define_module_function("clear_cache", function!(native::clear_cache, 2))?;
     native.define_module_function("read_last_boot", function!(native::read_last_boot, 2))?;
     native.define_module_function("lookup", function!(native::lookup, 1))?;
-    native.define_module_function("sync", function!(native::sync, 0))?;
     native.define_module_function("problems", function!(native::problems, 0))?;
     native.define_module_function("stats", function!(native::stats, 0))?;
     native.define_module_function("probes", function!(native::probes, 0))?;

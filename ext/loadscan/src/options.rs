@@ -31,6 +31,7 @@ keys! {
     VALIDATE = "validate",
     STABLE_DIRS = "stable_dirs",
     LAZY = "lazy",
+    READONLY = "readonly",
     ON_PROBLEMS = "on_problems",
     ON_DEFER = "on_defer",
     ON_RESCAN = "on_rescan",
@@ -54,7 +55,7 @@ pub struct Start {
 }
 
 /// Reads `{dlext:, threads:, cache_dir:, env_key:, uid:, validate:, stable_dirs:, lazy:,
-/// on_problems:, on_defer:, on_rescan:, ignore_names:, ignore_paths:}`; every key is optional (`uid` is required with a `cache_dir`).
+/// readonly:, on_problems:, on_defer:, on_rescan:, ignore_names:, ignore_paths:}`; every key is optional (`uid` is required with a `cache_dir`).
 ///
 /// - `dlext` (String): native extensions' extension, empty or absent for the core's default;
 /// - `threads` (Integer): scan threads, 0 or absent for the core's default;
@@ -66,6 +67,8 @@ pub struct Start {
 /// - `stable_dirs` (Array of String): directories checked with one `stat`;
 /// - `lazy` (true/false, absent for the core's default, lazy): false lists every directory up
 ///   front (LOADSCAN_LAZY=0);
+/// - `readonly` (true/false, absent: false): read the cache, write neither it nor the last
+///   boot's record ([`Settings::readonly`]);
 /// - `on_problems`, `on_defer`, `on_rescan` (callable or nil): see [`Hooks`];
 /// - `ignore_names` (Array of String): directory names never listed (default `node_modules`);
 /// - `ignore_paths` (Array of String): absolute directories never listed;
@@ -77,6 +80,7 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
     let mut on_problems = ruby.qnil().as_value();
     let mut on_defer = ruby.qnil().as_value();
     let mut on_rescan = ruby.qnil().as_value();
+    let mut readonly = false;
     let mut unknown = Vec::new();
     opts.foreach(|key: Value, value: Value| {
         let Some(k) = Symbol::from_value(key) else {
@@ -110,6 +114,8 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
             stable = Vec::<String>::try_convert(value)?.into_iter().map(PathBuf::from).collect();
         } else if k == LAZY {
             scan.set_lazy(value.to_bool());
+        } else if k == READONLY {
+            readonly = value.to_bool();
         } else if k == IGNORE_NAMES {
             scan.skip_dirs = byte_strings(value)?;
         } else if k == IGNORE_PATHS {
@@ -137,7 +143,7 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
         }
     };
     let policy = SyncPolicy { scan, validation, stable };
-    let settings = Settings { policy, cache };
+    let settings = Settings { policy, cache, readonly };
     Ok(Start { settings, hooks: Hooks { on_problems, on_defer, on_rescan } })
 }
 

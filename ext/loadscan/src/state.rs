@@ -119,6 +119,13 @@ pub fn replace(followed: Option<Followed>) -> Result<(), Error> {
     Ok(())
 }
 
+/// Runs `f` on the state as it is, if loadscan is started, waiting for the lock (as `replace`
+/// does): what must not be lost to a busy lock (`clear_cache`, `set_readonly`).
+pub fn wait_state<T>(f: impl FnOnce(&mut Followed) -> T) -> Result<Option<T>, Error> {
+    let mut guard = wait_lock()?;
+    Ok(guard.as_mut().map(f))
+}
+
 /// Runs `f` on the state as it is, if loadscan is started and the lock is free.
 pub fn try_state<T>(f: impl FnOnce(&mut Followed) -> T) -> Option<T> {
     let mut guard = try_lock()?;

@@ -16,6 +16,8 @@ pub struct Timings {
     pub expand: Duration,
     /// Revalidating, scanning and ranking, over all syncs.
     pub sync: Duration,
+    /// The start: the cache read and the first sync ([`crate::Session::start`]).
+    pub setup: Duration,
 }
 
 /// What `require` was told, counted process-wide (a `static` of the binding's).
@@ -147,6 +149,7 @@ impl Stats {
             ("cache_load_ms", ms(self.timings.load)),
             ("expand_ms", ms(self.timings.expand)),
             ("sync_ms", ms(self.timings.sync)),
+            ("setup_ms", ms(self.timings.setup)),
             ("dirs_listed_lazily", Figure::Count(self.lazy.listed)),
             ("lazy_ms", ms(self.lazy.time)),
         ]
