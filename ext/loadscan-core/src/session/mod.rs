@@ -193,6 +193,13 @@ impl Session {
         if self.load_path.is_settled() && source.is_unchanged() {
             return Ok(());
         }
+        self.poll(source, blocking)
+    }
+
+    /// [`Session::sync`] once `$LOAD_PATH` may have changed: out of line, so that the check
+    /// before every question stays a few instructions wherever it is inlined.
+    #[inline(never)]
+    fn poll<S: Entries>(&mut self, source: &mut S, blocking: &impl Blocking) -> Result<(), Polled<S::Error>> {
         let started = Instant::now();
         if self.load_path.poll(source)?.is_some() {
             self.sync_index(started.elapsed(), blocking);
