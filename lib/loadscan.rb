@@ -120,7 +120,7 @@ module Loadscan
     def clear_cache(dir = @config&.cache_dir)
       return [] unless dir && Native.available?
 
-      removed = Native.clear_cache(dir, Process.euid)
+      removed = Native.clear_cache(dir)
       return removed if removed.is_a?(Array)
 
       Warnings.once(:clear, removed)
@@ -177,7 +177,7 @@ module Loadscan
 
     # What the index is built from: settings that differ mean another index.
     def index_options(config)
-      { dlext: config.dlext, threads: config.threads, cache_dir: config.cache_dir, env_key: config.env_key, uid: Process.euid,
+      { dlext: config.dlext, threads: config.threads, cache_dir: config.cache_dir, env_key: config.env_key,
         validate: config.validate, stable_dirs: config.stable_dirs, lazy: config.lazy, ignore_names: config.ignore_names,
         ignore_paths: config.ignore_paths }
     end

@@ -168,7 +168,7 @@ module Loadscan
     def cache(dir)
       return nil unless dir && Native.available?
 
-      path = File.join(dir, Native::CACHE_FILES.first)
+      path = File.join(dir, Native::CACHE_FILE)
       st = File.stat(path)
       owner = (Etc.getpwuid(st.uid).name rescue st.uid) # rubocop:disable Style/RescueModifier
       { "path" => path, "exists" => true, "size" => st.size, "owner" => owner, "mode" => format("%o", st.mode & 0o7777),

@@ -22,7 +22,7 @@ module Loadscan
         record = parse(text)
         return record if record.is_a?(Hash)
 
-        Warnings.once(:last_boot_read, "#{File.join(dir, Native::CACHE_FILES.fetch(1))} is not used: #{record}")
+        Warnings.once(:last_boot_read, "#{File.join(dir, Native::LAST_BOOT_FILE)} is not used: #{record}")
         nil
       end
 
@@ -75,7 +75,7 @@ module Loadscan
       def text(dir)
         return nil unless Native.available?
 
-        text, why = Native.read_last_boot(dir, Process.euid)
+        text, why = Native.read_last_boot(dir)
         yield why if why && block_given?
         text&.force_encoding(Encoding::UTF_8) # JSON, which says it is UTF-8
       end

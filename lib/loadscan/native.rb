@@ -13,7 +13,7 @@ module Loadscan
     # warning. (native_test checks these lists against what the extension defines.)
     FUNCTIONS = %i[start stop save finish set_readonly relist_racy read_last_boot clear_cache lookup problems stats
                    probes explain stems stable_hash hold_for_fork release_after_fork].freeze
-    CONSTANTS = %i[Decorator PROBE CACHE_FILES VALIDATIONS PROBLEM_KINDS QUIET_PROBLEM_KINDS].freeze
+    CONSTANTS = %i[Decorator PROBE CACHE_FILE LAST_BOOT_FILE VALIDATIONS PROBLEM_KINDS QUIET_PROBLEM_KINDS].freeze
 
     dlext = defined?(RbConfig) ? RbConfig::CONFIG["DLEXT"] : (RUBY_PLATFORM.include?("darwin") ? "bundle" : "so")
     dir = File.join(__dir__, RUBY_VERSION[/\A\d+\.\d+/])

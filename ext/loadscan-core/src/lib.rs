@@ -50,7 +50,7 @@ pub use session::{
     Counters, Figure, Finished, Json, Pending, Problem, Requires, Rescan, Saved, Session, Settings, Started, Stats,
     Timings,
 };
-pub use store::{CacheFile, Validation, CACHE_FILES};
+pub use store::{CacheFile, Validation, CACHE_FILE, LAST_BOOT_FILE};
 
 /// The parts below the [`Session`] that the tests, examples and benchmarks drive directly: the
 /// index and its lookups, the scanner, the cache file's layout and trust checks. Not a stable
@@ -65,8 +65,7 @@ pub mod internals {
     };
     pub use crate::store::{
         bound_dead_roots, encode, Bytes, CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind, Opened,
-        RootRecord, Snapshot, CACHE_FILE, DEAD_ROOTS_MIN, FORMAT_VERSION, LAST_BOOT_FILE, MAX_FILE_LEN,
-        MAX_LAST_BOOT_LEN, RACY_NS,
+        RootRecord, Snapshot, DEAD_ROOTS_MIN, FORMAT_VERSION, MAX_FILE_LEN, MAX_LAST_BOOT_LEN, RACY_NS,
     };
 }
 

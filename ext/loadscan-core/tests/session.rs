@@ -9,10 +9,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{euid, is_root, LoadPath, TempTree, ENV};
-use loadscan_core::internals::{CACHE_FILE, LAST_BOOT_FILE};
 use loadscan_core::{
     Answer, CacheFile, Counters, Finished, FoundFile, InPlace, Json, Kind, Polled, ProblemKind, Reason, Resolved,
-    Saved, Session, Settings, Started, Validation, Want,
+    Saved, Session, Settings, Started, Validation, Want, CACHE_FILE, LAST_BOOT_FILE,
 };
 
 fn settings(cache: Option<CacheFile>) -> Settings {

@@ -78,13 +78,13 @@ pub fn relist_racy() -> Result<Option<f64>, Error> {
     Ok(wait.map(|w| w.as_secs_f64()))
 }
 
-/// `clear_cache(dir, uid)`: deletes the cache and the last boot's figures in `dir` (which must
-/// pass the cache dir's checks for `uid`): the paths removed, or why nothing was (a String).
+/// `clear_cache(dir)`: deletes the cache and the last boot's figures in `dir` (which must pass
+/// the cache dir's checks for this user): the paths removed, or why nothing was (a String).
 /// The session's own cache dir: the session writes neither again (`Session::clear`).
-pub fn clear_cache(ruby: &Ruby, dir: RString, uid: u32) -> Result<Value, Error> {
+pub fn clear_cache(ruby: &Ruby, dir: RString) -> Result<Value, Error> {
     let dir = path(dir);
     let own = state::wait_state(|f| (f.session.cache_dir() == Some(dir.as_path())).then(|| f.session.clear()))?;
-    let cleared = own.flatten().unwrap_or_else(|| CacheFile::clear_in(&dir, uid));
+    let cleared = own.flatten().unwrap_or_else(|| CacheFile::clear_in(&dir, CacheFile::trusted_uid()));
     Ok(match cleared {
         Ok(removed) => {
             convert::strings(ruby, removed.iter().map(|p| p.as_os_str().as_bytes().to_vec()).collect()).as_value()
@@ -93,11 +93,11 @@ pub fn clear_cache(ruby: &Ruby, dir: RString, uid: u32) -> Result<Value, Error> 
     })
 }
 
-/// `read_last_boot(dir, uid)`: the last boot's record in `dir`, read as the cache is (the cache
-/// dir's checks for `uid`, then the file's): `[text, nil]`, `[nil, nil]` when none was recorded,
+/// `read_last_boot(dir)`: the last boot's record in `dir`, read as the cache is (the cache
+/// dir's checks for this user, then the file's): `[text, nil]`, `[nil, nil]` when none was recorded,
 /// or `[nil, why]` (one line for a warning).
-pub fn read_last_boot(ruby: &Ruby, dir: RString, uid: u32) -> (Option<RString>, Option<String>) {
-    match CacheFile::read_last_boot_in(&path(dir), uid) {
+pub fn read_last_boot(ruby: &Ruby, dir: RString) -> (Option<RString>, Option<String>) {
+    match CacheFile::read_last_boot_in(&path(dir), CacheFile::trusted_uid()) {
         Ok(record) => (record.map(|text| ruby.str_from_slice(&text)), None),
         Err(why) => (None, Some(why)),
     }

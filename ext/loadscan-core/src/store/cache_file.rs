@@ -43,6 +43,12 @@ pub struct Opened {
 }
 
 impl CacheFile {
+    /// The uid a cache dir and its files must belong to (root's are trusted too): this
+    /// process's effective uid, as Ruby's `Process.euid` says.
+    pub fn trusted_uid() -> u32 {
+        rustix::process::geteuid().as_raw()
+    }
+
     /// Opens the directory and reads the cache and the last boot's record. A missing cache, or one written for another
     /// loadscan or Ruby (an upgrade), is no problem: the boot lists what it needs and the file
     /// is written at exit.
