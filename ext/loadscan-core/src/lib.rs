@@ -44,7 +44,7 @@ pub use hash::stable_hash;
 pub use index::{
     resolve, Answer, Explanation, FoundFile, Hint, LazyStats, Reason, RecentPaths, Resolved, SyncPolicy, Want, PROBE,
 };
-pub use load_path::{Entries, Entry, Polled};
+pub use load_path::{Entries, Entry, SyncError};
 pub use scan::{Kind, ProblemKind, ScanOptions};
 pub use session::{
     Counters, Figure, Finished, Json, Pending, Problem, Requires, Rescan, Saved, Session, Settings, Started, Stats,

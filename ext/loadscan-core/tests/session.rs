@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::{euid, is_root, LoadPath, TempTree, ENV};
 use loadscan_core::{
-    Answer, CacheFile, Counters, Finished, FoundFile, InPlace, Json, Kind, Polled, ProblemKind, Reason, Resolved,
-    Saved, Session, Settings, Started, Validation, Want, CACHE_FILE, LAST_BOOT_FILE,
+    Answer, CacheFile, Counters, Finished, FoundFile, InPlace, Json, Kind, ProblemKind, Reason, Resolved, Saved,
+    Session, Settings, Started, SyncError, Validation, Want, CACHE_FILE, LAST_BOOT_FILE,
 };
 
 fn settings(cache: Option<CacheFile>) -> Settings {
@@ -78,7 +78,7 @@ fn finds_files_with_rubys_precedence_and_is_sure_of_a_miss_only_while_nothing_ch
     assert_eq!(s.find(b"deep/nope", &InPlace), sure_miss(Want::Bare));
     // A file appears where a listed directory was: no longer sure, Ruby searches.
     t.file("app/lib/deep/nope.rb");
-    assert_eq!(s.find(b"deep/nope", &InPlace), Err(Reason::Missing));
+    assert_eq!(s.find(b"deep/nope", &InPlace), Err(Reason::UnsureMiss));
 }
 
 #[test]
@@ -229,8 +229,8 @@ fn a_load_path_ruby_must_expand_itself_is_left_to_ruby_until_it_changes_again() 
     t.file("a/x.rb");
     let (mut s, mut load_path) = started(&[t.path("a")], None);
     load_path.unshift(b"~/lib");
-    assert!(matches!(s.sync(&mut load_path, &InPlace), Err(Polled::Opaque)));
-    assert!(matches!(s.sync(&mut load_path, &InPlace), Err(Polled::Opaque)), "and stays so while unchanged");
+    assert!(matches!(s.sync(&mut load_path, &InPlace), Err(SyncError::Opaque)));
+    assert!(matches!(s.sync(&mut load_path, &InPlace), Err(SyncError::Opaque)), "and stays so while unchanged");
     load_path.replace(&[t.path("a")]);
     s.sync(&mut load_path, &InPlace).unwrap();
     assert_eq!(s.find(b"x", &InPlace), file(Want::Bare, t.path("a/x.rb"), Kind::Rb));
@@ -299,7 +299,7 @@ fn a_miss_in_another_checkout_validated_by_listing_is_sure_while_its_names_are_t
     assert_eq!(next.find(b"a/nope.rb", &InPlace), sure_miss(Want::Rb), "again, from the stamp seen then");
     // A file that appears since is never missed: Ruby searches.
     t.file("lib/a/nope.rb");
-    assert_eq!(next.find(b"a/nope.rb", &InPlace), Err(Reason::Missing));
+    assert_eq!(next.find(b"a/nope.rb", &InPlace), Err(Reason::UnsureMiss));
 }
 
 /// A boot's life as the binding drives it, one call at setup and one at exit: `start` (the

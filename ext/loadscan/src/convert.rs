@@ -71,7 +71,7 @@ fn kind_symbol(ruby: &Ruby, kind: Kind) -> Symbol {
 pub fn lookup_answer(ruby: &Ruby, found: Option<Result<Answer, Reason>>, feature: Value) -> Value {
     match found {
         Some(Ok(Answer { file: Some(file), .. })) => path_string(ruby, &file.path, feature).as_value(),
-        Some(Ok(Answer { file: None, .. }) | Err(Reason::Missing)) => ruby.to_symbol("missing").as_value(),
+        Some(Ok(Answer { file: None, .. }) | Err(Reason::UnsureMiss)) => ruby.to_symbol("missing").as_value(),
         _ => ruby.to_symbol("unknown").as_value(),
     }
 }

@@ -151,8 +151,8 @@ impl Index {
 pub fn settle(located: Located, sure_miss: impl FnOnce() -> bool) -> Result<Option<(RootId, Kind)>, Reason> {
     match located {
         Located::Found(root, kind) => Ok(Some((root, kind))),
-        Located::Missing if sure_miss() => Ok(None),
-        Located::Missing => Err(Reason::Missing),
+        Located::Nowhere if sure_miss() => Ok(None),
+        Located::Nowhere => Err(Reason::UnsureMiss),
         Located::Unknown => Err(Reason::BlindSpot),
     }
 }
@@ -190,7 +190,7 @@ mod tests {
         assert_eq!(answers(vec![Ok(Some(1)), Ok(Some(2))]), (Ok(Some(1)), 1));
         assert_eq!(answers(vec![Ok(None), Ok(Some(2))]), (Ok(Some(2)), 2));
         assert_eq!(answers(vec![Ok(None), Ok(None)]), (Ok(None), 2));
-        assert_eq!(answers(vec![Err(Reason::Missing), Ok(Some(2))]), (Err(Reason::Missing), 1));
+        assert_eq!(answers(vec![Err(Reason::UnsureMiss), Ok(Some(2))]), (Err(Reason::UnsureMiss), 1));
         assert_eq!(answers(vec![Ok(None), Err(Reason::BlindSpot)]), (Err(Reason::BlindSpot), 2));
     }
 
@@ -199,8 +199,8 @@ mod tests {
         #[rustfmt::skip]
         let table = [
             (Located::Found(3, Kind::Ext), false, Ok(Some((3, Kind::Ext)))),
-            (Located::Missing, true, Ok(None)),
-            (Located::Missing, false, Err(Reason::Missing)),
+            (Located::Nowhere, true, Ok(None)),
+            (Located::Nowhere, false, Err(Reason::UnsureMiss)),
             (Located::Unknown, true, Err(Reason::BlindSpot)),
         ];
         for (located, confirmed, expected) in table {

@@ -21,8 +21,8 @@
 //! `linked_in` (which misses Ruby's table of extensions without a file may still answer),
 //! `sync` (revalidation and scans, the only user of `store::check_root`), `racy` (listing racy
 //! directories again once their window has passed), `records` (what the cache is written
-//! from), `answer` (what `require` does with a find's [`Answer`]), `recent`
-//! (which question `answer` asks Ruby first), `explain` (introspection).
+//! from), `resolve` (what `require` does with a find's [`Answer`]), `recent`
+//! (which question `resolve` asks Ruby first), `explain` (introspection).
 //!
 //! # Lazy listing
 //! With [`crate::ScanOptions::eager_depth`] `0` a sync lists only each root's own entries; every
@@ -34,7 +34,6 @@
 //! all of them, and the cache written at exit holds exactly those, to be extended the same way
 //! by a later boot that needs more.
 
-mod answer;
 mod explain;
 mod feature;
 mod find;
@@ -46,6 +45,7 @@ mod locate;
 mod racy;
 mod recent;
 mod records;
+mod resolve;
 mod roots;
 mod sync;
 
@@ -53,7 +53,6 @@ use std::path::Path;
 
 use rustc_hash::FxHashMap;
 
-pub use answer::{resolve, Hint, Reason, Resolved, PROBE};
 pub use explain::Explanation;
 pub use feature::{Query, Want};
 pub use find::{settle, settle_in_turn, Answer, FoundFile};
@@ -63,6 +62,7 @@ pub use lazy::{LazyStats, Lister};
 use linked_in::NotLinkedIn;
 pub use locate::Located;
 pub use recent::RecentPaths;
+pub use resolve::{resolve, Hint, Reason, Resolved, PROBE};
 pub use sync::{SyncPolicy, SyncReport};
 
 use crate::scan::{Listing, ScanProblem};

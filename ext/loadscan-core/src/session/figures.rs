@@ -56,7 +56,7 @@ impl Counters {
         let counter = match answer {
             Resolved::Probe => &self.probes,
             Resolved::Defer(reason) => &self.deferred[*reason as usize],
-            Resolved::Missing => &self.misses,
+            Resolved::LoadError => &self.misses,
             Resolved::Path(_) | Resolved::Loaded => &self.hits,
         };
         counter.fetch_add(1, Ordering::Relaxed);
@@ -165,7 +165,7 @@ mod tests {
         let c = Counters::new();
         c.count(&Resolved::Path(b"/a.rb".to_vec()));
         c.count(&Resolved::Loaded);
-        c.count(&Resolved::Missing);
+        c.count(&Resolved::LoadError);
         c.count(&Resolved::Defer(Reason::BlindSpot));
         c.count_deferred(Reason::NotString);
         c.count(&Resolved::Probe);

@@ -20,7 +20,7 @@ pub use pending::Pending;
 
 use crate::blocking::Blocking;
 use crate::index::{Answer, Explanation, Index, Reason, SyncPolicy};
-use crate::load_path::{Entries, ExpandedLoadPath, Polled};
+use crate::load_path::{Entries, ExpandedLoadPath, SyncError};
 use crate::scan::{ProblemKind, ScanProblem};
 use crate::store::CacheFile;
 
@@ -139,8 +139,8 @@ impl Session {
     /// Starts a session: opens the cache directory once, reads the cache and the last boot's
     /// record from it, then syncs with `$LOAD_PATH`, read from `source` (what that first sync
     /// listed is the start's, not a rescan: [`Session::take_rescan`] does not see it). `Err`:
-    /// asking an element for its path failed ([`Polled::Raised`]), for the caller to raise; a
-    /// load path that cannot be mirrored now ([`Polled::Opaque`]) leaves the sync to the first
+    /// asking an element for its path failed ([`SyncError::Raised`]), for the caller to raise; a
+    /// load path that cannot be mirrored now ([`SyncError::Opaque`]) leaves the sync to the first
     /// question.
     pub fn start<S: Entries>(
         settings: Settings,
@@ -173,8 +173,8 @@ impl Session {
             figures,
         };
         match session.sync(source, blocking) {
-            Ok(()) | Err(Polled::Opaque) => {}
-            Err(Polled::Raised(e)) => return Err(e),
+            Ok(()) | Err(SyncError::Opaque) => {}
+            Err(SyncError::Raised(e)) => return Err(e),
         }
         session.rescan = None;
         session.figures.timings.setup = started.elapsed();
@@ -186,10 +186,10 @@ impl Session {
     /// brings the index in line with them (scanning what it has not seen: see
     /// [`Session::take_rescan`]). A few field reads and [`Entries::is_unchanged`] when nothing
     /// changed, before every question. `Err`: the load path cannot be mirrored now
-    /// ([`Polled::Opaque`]: Ruby answers), or asking an element for its path failed
-    /// ([`Polled::Raised`]: for the caller to raise once it holds nothing of its own).
+    /// ([`SyncError::Opaque`]: Ruby answers), or asking an element for its path failed
+    /// ([`SyncError::Raised`]: for the caller to raise once it holds nothing of its own).
     #[inline]
-    pub fn sync<S: Entries>(&mut self, source: &mut S, blocking: &impl Blocking) -> Result<(), Polled<S::Error>> {
+    pub fn sync<S: Entries>(&mut self, source: &mut S, blocking: &impl Blocking) -> Result<(), SyncError<S::Error>> {
         if self.load_path.is_settled() && source.is_unchanged() {
             return Ok(());
         }
@@ -199,7 +199,7 @@ impl Session {
     /// [`Session::sync`] once `$LOAD_PATH` may have changed: out of line, so that the check
     /// before every question stays a few instructions wherever it is inlined.
     #[inline(never)]
-    fn poll<S: Entries>(&mut self, source: &mut S, blocking: &impl Blocking) -> Result<(), Polled<S::Error>> {
+    fn poll<S: Entries>(&mut self, source: &mut S, blocking: &impl Blocking) -> Result<(), SyncError<S::Error>> {
         let started = Instant::now();
         if self.load_path.poll(source)?.is_some() {
             self.sync_index(started.elapsed(), blocking);
