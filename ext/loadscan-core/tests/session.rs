@@ -30,6 +30,13 @@ fn started(order: &[PathBuf], cache: Option<CacheFile>) -> (Session, LoadPath) {
     (started.session, load_path)
 }
 
+/// A session started with `settings` on `$LOAD_PATH` = `order`, without a warning.
+fn start_with(settings: Settings, order: &[PathBuf]) -> Started {
+    let started = Session::start(settings, &mut LoadPath::new(order), &InPlace).unwrap();
+    assert_eq!(started.warning, None);
+    started
+}
+
 /// The answer for a file found.
 fn file(want: Want, path: PathBuf, kind: Kind) -> Result<Answer, Reason> {
     Ok(Answer {
@@ -279,9 +286,7 @@ fn a_miss_in_another_checkout_validated_by_listing_is_sure_while_its_names_are_t
     let by_listing = || {
         let mut settings = settings(Some(cache_in(&t)));
         settings.policy.validation = Validation::Listing;
-        let started = Session::start(settings, &mut LoadPath::new(&order), &InPlace).unwrap();
-        assert_eq!(started.warning, None);
-        started.session
+        start_with(settings, &order).session
     };
     let mut first = by_listing();
     assert_eq!(first.find(b"a/b", &InPlace), file(Want::Bare, t.path("lib/a/b.rb"), Kind::Rb));
@@ -317,9 +322,7 @@ fn a_boots_life_is_start_requires_finish_and_only_a_boot_that_may_write_writes()
     let life = |boot: &str| {
         let mut settings = settings(Some(cache_in(&t)));
         settings.readonly = boot == "readonly";
-        let Started { session: mut s, warning, last_boot } =
-            Session::start(settings, &mut LoadPath::new(&order), &InPlace).unwrap();
-        assert_eq!(warning, None, "{boot}");
+        let Started { session: mut s, last_boot, .. } = start_with(settings, &order);
         let counters = Counters::new();
         let found = s.find(b"b/c", &InPlace);
         counters.count(&Resolved::Path(b"/x.rb".to_vec()));
