@@ -35,7 +35,7 @@ pub fn start(ruby: &Ruby, load_path: RArray, opts: RHash) -> Result<(Option<Stri
     hooks::set(ruby, start.hooks)?;
     // What the first sync worked around is warned now, from setup, as any sync's is.
     report_pending(ruby)?;
-    Ok((warning, last_boot.map(|text| ruby.str_from_slice(&text)), stats))
+    Ok((warning, last_boot.map(|text| ruby.str_new(&text)), stats))
 }
 
 /// `finish(fields)`: a session's end (at exit), in one call: saves the cache and records this
@@ -94,11 +94,11 @@ pub fn clear_cache(ruby: &Ruby, dir: RString) -> Result<Value, Error> {
 }
 
 /// `read_last_boot(dir)`: the last boot's record in `dir`, read as the cache is (the cache
-/// dir's checks for this user, then the file's): `[text, nil]`, `[nil, nil]` when none was recorded,
-/// or `[nil, why]` (one line for a warning).
+/// dir's checks for this user, then the file's): `[text, nil]` (UTF-8), `[nil, nil]` when none
+/// was recorded, or `[nil, why]` (one line for a warning).
 pub fn read_last_boot(ruby: &Ruby, dir: RString) -> (Option<RString>, Option<String>) {
     match CacheFile::read_last_boot_in(&path(dir), CacheFile::trusted_uid()) {
-        Ok(record) => (record.map(|text| ruby.str_from_slice(&text)), None),
+        Ok(record) => (record.map(|text| ruby.str_new(&text)), None),
         Err(why) => (None, Some(why)),
     }
 }

@@ -49,7 +49,7 @@ pub struct Started {
     pub warning: Option<String>,
     /// The last boot's record, read from the directory just opened (`None`: none, or not one to
     /// trust; no warning, the command line's reading warns).
-    pub last_boot: Option<Vec<u8>>,
+    pub last_boot: Option<String>,
 }
 
 /// What [`Session::finish`] did.

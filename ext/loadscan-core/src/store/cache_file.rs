@@ -38,8 +38,8 @@ pub struct Opened {
     /// cache this user may read but not write (no warning: a read-only cache is one).
     pub writable: bool,
     /// The last boot's record in the directory, when it holds one to trust (read as
-    /// [`CacheFile::read_last_boot`] reads it, silently).
-    pub last_boot: Option<Vec<u8>>,
+    /// [`CacheFile::read_last_boot`] reads it, UTF-8 text or none, silently).
+    pub last_boot: Option<String>,
 }
 
 impl CacheFile {
@@ -72,7 +72,8 @@ impl CacheFile {
                 _ => fresh(Some(format!("{e}; scanning instead, not replacing it")), false),
             },
         };
-        Opened { last_boot: dir.read_small(LAST_BOOT_FILE, MAX_LAST_BOOT_LEN).ok().flatten(), ..opened }
+        let last_boot = dir.read_small(LAST_BOOT_FILE, MAX_LAST_BOOT_LEN).ok().flatten();
+        Opened { last_boot: last_boot.and_then(|bytes| String::from_utf8(bytes).ok()), ..opened }
     }
 
     /// The oldest last use (seconds since the epoch) a root off the load path may have to be
@@ -122,14 +123,15 @@ impl CacheFile {
     /// Reads the last boot's figures back (the JSON [`CacheFile::record_last_boot`] wrote),
     /// trusted as the cache is (the directory's checks, then [`CacheDir::read_small`]'s, up to
     /// [`MAX_LAST_BOOT_LEN`]): `Ok(None)` when none was recorded. The error is one line for a
-    /// warning, naming the file.
-    pub fn read_last_boot(&self) -> Result<Option<Vec<u8>>, String> {
+    /// warning, naming the file. The record is UTF-8 text (JSON) or refused here, the one place
+    /// it is decoded: what reads it (a regex at setup, JSON for doctor) gets valid text or none.
+    pub fn read_last_boot(&self) -> Result<Option<String>, String> {
         Self::read_last_boot_in(&self.dir, self.uid)
     }
 
     /// [`CacheFile::read_last_boot`] in `dir`, trusted for `uid` (the command line's: no session,
     /// no cache key needed).
-    pub fn read_last_boot_in(dir: &Path, uid: u32) -> Result<Option<Vec<u8>>, String> {
+    pub fn read_last_boot_in(dir: &Path, uid: u32) -> Result<Option<String>, String> {
         let path = dir.join(LAST_BOOT_FILE);
         let not_used = |why: String| Err(format!("{} is not used: {why}", path.display()));
         let dir = match CacheDir::open(dir, uid) {
@@ -138,7 +140,11 @@ impl CacheFile {
             Err(e) => return not_used(e.kind().to_string()),
         };
         match dir.read_small(LAST_BOOT_FILE, MAX_LAST_BOOT_LEN) {
-            Ok(record) => Ok(record),
+            Ok(None) => Ok(None),
+            Ok(Some(bytes)) => match String::from_utf8(bytes) {
+                Ok(text) => Ok(Some(text)),
+                Err(e) => not_used(format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to())),
+            },
             Err(LoadErrorKind::NotAFile("symlink")) => not_used("it is a symlink".into()),
             Err(LoadErrorKind::NotAFile(what)) => not_used(format!("not a regular file ({what})")),
             Err(LoadErrorKind::Untrusted(why)) => not_used(why),
