@@ -56,7 +56,7 @@ module Loadscan
         return false
       end
 
-      start_index(@config)
+      last_boot = start_index(@config)
       require_relative "loadscan/core_ext/kernel"
       require_relative "loadscan/core_ext/load_path"
       require_relative "loadscan/core_ext/process"
@@ -70,7 +70,7 @@ module Loadscan
       CoreExt::Fork.attach
       install_at_exit_save
       @active = true
-      start_boot_gc(@config)
+      start_boot_gc(@config, last_boot)
       CoreExt.check
       true
     end
@@ -138,10 +138,9 @@ module Loadscan
     # `rake loadscan:clear` leaves the next boot a cold start. A directory that fails the cache
     # dir's checks (owner, mode) is left alone, with one warning.
     def clear_cache(dir = @config&.cache_dir)
-      @cleared = true if dir == @config&.cache_dir
       return [] unless dir && Native.available?
 
-      removed = Native.clear_cache(dir, Process.euid)
+      removed = Native.clear_cache(dir)
       return removed if removed.is_a?(Array)
 
       Warnings.once(:clear, removed)
@@ -185,30 +184,31 @@ module Loadscan
       defined?(Ruby::Box) && Ruby::Box.respond_to?(:enabled?) ? Ruby::Box.enabled? : ENV["RUBY_BOX"] == "1"
     end
 
-    # Starts the index on `config`'s settings, which then are those in effect. An interrupt that
-    # comes while it waits for another thread to let go of the index (`Thread#raise`,
-    # `Interrupt`) is raised from here with both as they were.
+    # Starts the index on `config`'s settings, which then are those in effect, in one call (the
+    # cache read, the first sync); returns the last boot's record found beside the cache (a
+    # String) or nil. An interrupt that comes while it waits for another thread to let go of
+    # the index (`Thread#raise`, `Interrupt`) is raised from here with both as they were.
     def start_index(config)
-      warning = Native.start($LOAD_PATH, **index_options(config), on_problems: method(:scan_problems),
-                                                                   on_defer: method(:left_to_ruby), on_rescan: method(:rescanned))
+      warning, last_boot, figures = Native.start($LOAD_PATH, **index_options(config), readonly: config.readonly,
+                                                 on_problems: method(:scan_problems), on_defer: method(:left_to_ruby),
+                                                 on_rescan: method(:rescanned))
       @config = config
       Warnings.once(:cache, warning) if warning
-      Native.sync
       instrument(:cache_load) do
-        s = Native.stats
-        { cache_dir: config.cache_dir, roots_from_cache: s[:roots_from_cache], roots_scanned: s[:roots_scanned],
-          ms: s[:cache_load_ms] + s[:expand_ms] + s[:sync_ms], warning: warning }
+        { cache_dir: config.cache_dir, roots_from_cache: figures[:roots_from_cache], roots_scanned: figures[:roots_scanned],
+          ms: figures[:setup_ms], warning: warning }
       end
+      last_boot
     end
 
     # GC deferred from now until the boot ends (LOADSCAN_GC, Loadscan::BootGC), where the boot
     # has a known end: a Rails app's config/boot.rb sets loadscan up, or this program's last boot
-    # (its record beside the cache) ended at after_initialize or `Loadscan.booted!`.
-    def start_boot_gc(config)
+    # (its record beside the cache, `last_boot`) ended at after_initialize or `Loadscan.booted!`.
+    def start_boot_gc(config, last_boot)
       require_relative "loadscan/boot_gc"
-      last_end = if config.gc != false && config.cache_dir
+      last_end = if config.gc != false && last_boot
                    require_relative "loadscan/last_boot" # not through `require` (the autoload): not a require of the app's
-                   LastBoot.gc_end(config.cache_dir, BootGC.key)
+                   LastBoot.gc_end(last_boot, BootGC.key)
                  end
       rails = config.gc == :auto && caller_locations.any? { |l| (l.absolute_path || l.path).to_s.end_with?("/config/boot.rb") }
       BootGC.start(mode: config.gc, last_end: last_end, rails: rails)
@@ -216,7 +216,7 @@ module Loadscan
 
     # What the index is built from: settings that differ mean another index.
     def index_options(config)
-      { dlext: config.dlext, threads: config.threads, cache_dir: config.cache_dir, env_key: config.env_key, uid: Process.euid,
+      { dlext: config.dlext, threads: config.threads, cache_dir: config.cache_dir, env_key: config.env_key,
         validate: config.validate, stable_dirs: config.stable_dirs, lazy: config.lazy, ignore_names: config.ignore_names,
         ignore_paths: config.ignore_paths }
     end
@@ -233,16 +233,23 @@ module Loadscan
 
       # Not before the index started on them: an interrupted start leaves the old index and its
       # settings in effect.
-      start_index(config) unless index_options(@config) == index_options(config)
+      if index_options(@config) != index_options(config)
+        start_index(config)
+      elsif config.readonly != @config.readonly
+        Native.set_readonly(config.readonly)
+      end
       @config = config
       BootGC.finish(:off) if config.gc == false
       true
     end
 
+    # The cache written where the extension's one rule allows (not read-only, not cleared).
     def save_cache
-      return :skipped unless active? && @config.cache_dir && !@config.readonly
+      active? ? saved(Native.save) : :skipped
+    end
 
-      result = Native.save
+    # What the extension said of a write: a Symbol, or why it failed (warned once: :failed).
+    def saved(result)
       return result if result.is_a?(Symbol)
 
       Warnings.once(:cache_write, result)
@@ -288,36 +295,34 @@ module Loadscan
 
         CoreExt.recheck
         BootGC.finish(:exit)
-        next if @cleared
-
-        saved = save
-        fields = boot_fields(saved)
-        record_last_boot(saved, fields)
-        Kernel.warn(stats_line(fields), uplevel: nil) if @config.stats
+        finish_session
       end
     end
 
-    # What this boot adds to its figures in its record: when, which program, which Ruby, what
-    # the cache did, whether `require` reached loadscan at exit, and its GC.
-    def boot_fields(saved)
-      { at: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), pid: Process.pid, program: $PROGRAM_NAME.to_s,
-        ruby: RUBY_VERSION, cache: saved.to_s, engaged: CoreExt.engaged?, gc: BootGC.figures }
+    # The session's end, in one call: the extension writes the cache and keeps this boot's
+    # figures beside it (`loadscan stats`, `doctor`; read back by Loadscan::LastBoot) under its
+    # one rule: never in a read-only, cleared or untrusted cache dir.
+    def finish_session
+      fields = boot_fields
+      result, unrecorded, figures = Native.finish(fields)
+      result = saved(result || :skipped)
+      instrument(:cache_write) { { cache_dir: @config&.cache_dir, result: result } }
+      Warnings.once(:last_boot, unrecorded) if unrecorded
+      Kernel.warn(stats_line(fields.merge(cache: result.to_s), figures), uplevel: nil) if @config.stats
     end
 
-    # Keeps this boot's figures beside the cache (`loadscan stats`, `doctor`; read back by
-    # Loadscan::LastBoot), where the cache could be used: never in a read-only or untrusted cache
-    # dir. The record is written by the extension, as the cache is (Native.record_last_boot).
-    def record_last_boot(saved, fields)
-      return unless %i[written clean].include?(saved)
-
-      why = Native.record_last_boot(fields)
-      Warnings.once(:last_boot, why) if why
+    # What this boot adds to its figures in its record (the extension adds what the cache did):
+    # when, which program, which Ruby, whether `require` reached loadscan at exit, and its GC.
+    def boot_fields
+      { at: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), pid: Process.pid, program: $PROGRAM_NAME.to_s,
+        ruby: RUBY_VERSION, engaged: CoreExt.engaged?, gc: BootGC.figures }
     end
 
     # The LOADSCAN_STATS=1 line: this boot's figures, as `loadscan stats` shows the last boot's.
-    def stats_line(fields)
-      stats = Native.stats or return "loadscan: stopped"
-      record = fields.merge(stats).transform_keys(&:to_s)
+    def stats_line(fields, figures)
+      return "loadscan: stopped" unless figures
+
+      record = fields.merge(figures).transform_keys(&:to_s)
       "loadscan: #{LastBoot.describe(record, who: false)}; #{LastBoot.describe_gc(fields[:gc])}"
     end
   end

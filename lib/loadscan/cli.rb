@@ -238,10 +238,15 @@ module Loadscan
       wrong.empty? ? 0 : 1
     end
 
+    # The app's cache dir, as its boot would pick it (`--cache-dir`, the app's environment), or nil.
+    def app_cache_dir
+      Config.new(**@options.slice(:cache_dir), env: @env).cache_dir
+    end
+
     def cmd_stats(_args)
       raise Usage, "the extension did not load: #{Native.load_error.message}" unless Native.available?
 
-      dir = Config.new(**@options.slice(:cache_dir), env: @env).cache_dir or raise Usage, "no cache configured"
+      dir = app_cache_dir or raise Usage, "no cache configured"
       last = LastBoot.read(dir)
       unless last
         emit({ "cache_dir" => dir, "last_boot" => nil }) do |d|
@@ -265,7 +270,7 @@ module Loadscan
     end
 
     def cmd_clear(_args)
-      dir = Config.new(**@options.slice(:cache_dir), env: @env).cache_dir
+      dir = app_cache_dir
       return emit({ "removed" => [] }) { "no cache configured" } || 0 unless dir
 
       removed = Loadscan.clear_cache(dir)

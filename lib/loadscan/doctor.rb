@@ -12,20 +12,16 @@ module Loadscan
   # exit status 1. A boot that has not finished after `timeout` seconds is stopped and reported
   # as hanging.
   class Doctor
-    # Runs in the child: the app's own boot (loadscan/setup by the absolute path in ARGV[1] if the
-    # boot did not set it up), then a report (Marshal, to the path in ARGV[0]).
+    # Runs in the child: the app's own boot, as the parent chose it (`boot_file`, ARGV[2]; empty
+    # for none), with loadscan/setup by the absolute path in ARGV[1] if the boot did not set it
+    # up, then a report (Marshal, to the path in ARGV[0]).
     PROBE_SCRIPT = <<~'RUBY'
-      report = { "boot" => nil }
+      report = { "boot" => (ARGV[2] unless ARGV[2].empty?) }
       begin
-        if ENV["LOADSCAN_DOCTOR_ENVIRONMENT"] && File.file?("config/environment.rb") # a Rails app's whole boot (GC settings)
-          report["boot"] = "config/environment.rb"
-          require File.expand_path("config/environment.rb")
-        elsif File.file?("config/boot.rb")
-          report["boot"] = "config/boot.rb"
-          load File.expand_path("config/boot.rb")
-        elsif ENV["BUNDLE_GEMFILE"] || File.file?("Gemfile")
-          report["boot"] = "bundler/setup"
-          require "bundler/setup"
+        case report["boot"]
+        when "config/environment.rb" then require File.expand_path("config/environment.rb")
+        when "config/boot.rb" then load File.expand_path("config/boot.rb")
+        when "bundler/setup" then require "bundler/setup"
         end
       rescue Exception => e # rubocop:disable Lint/RescueException
         report["boot_error"] = "#{e.class}: #{e.message.lines.first.to_s.chomp}"
@@ -115,11 +111,13 @@ module Loadscan
         env = extra_env.merge("LOADSCAN_READONLY" => "1") # looking, not writing
         env["LOADSCAN_CACHE_DIR"] = @options[:cache_dir] if @options[:cache_dir]
         args = @dirs.flat_map { |d| ["-I", d] }
-        status, err = run_boot(@env.to_h.merge(env), RbConfig.ruby, *args, "-e", PROBE_SCRIPT, out, File.expand_path("setup", __dir__))
-        return { "boot" => boot_file, "timed_out" => @timeout, "boot_output" => last_lines(err) } unless status
+        env = @env.to_h.merge(env)
+        boot = boot_file(env)
+        status, err = run_boot(env, RbConfig.ruby, *args, "-e", PROBE_SCRIPT, out, File.expand_path("setup", __dir__), boot.to_s)
+        return { "boot" => boot, "timed_out" => @timeout, "boot_output" => last_lines(err) } unless status
         unless status.success? && File.file?(out)
           how = status.exitstatus ? "exit #{status.exitstatus}" : "signal #{status.termsig}"
-          return { "boot" => boot_file, "probe_error" => [how, last_lines(err)].reject(&:empty?).join(": ") }
+          return { "boot" => boot, "probe_error" => [how, last_lines(err)].reject(&:empty?).join(": ") }
         end
 
         Marshal.load(File.binread(out)) # rubocop:disable Security/MarshalLoad -- our own child wrote it
@@ -129,10 +127,13 @@ module Loadscan
     # The last three lines of a child's stderr, on one line.
     def last_lines(err) = err.lines.last(3).map(&:strip).join(" | ")
 
-    # What the probe boots (as it decides in the child).
-    def boot_file
-      if File.file?(File.join(@app, "config/boot.rb")) then "config/boot.rb"
-      elsif @env["BUNDLE_GEMFILE"] || File.file?(File.join(@app, "Gemfile")) then "bundler/setup"
+    # What the probe boots with the child's `env` (decided here only; the child runs it): a Rails
+    # app's whole boot when the GC advice asks for it (LOADSCAN_DOCTOR_ENVIRONMENT), else
+    # config/boot.rb, else Bundler's setup for a Gemfile, else nothing (nil).
+    def boot_file(env)
+      if env["LOADSCAN_DOCTOR_ENVIRONMENT"] && File.file?(File.join(@app, "config/environment.rb")) then "config/environment.rb"
+      elsif File.file?(File.join(@app, "config/boot.rb")) then "config/boot.rb"
+      elsif env["BUNDLE_GEMFILE"] || File.file?(File.join(@app, "Gemfile")) then "bundler/setup"
       end
     end
 
@@ -176,7 +177,7 @@ module Loadscan
     def cache(dir)
       return nil unless dir && Native.available?
 
-      path = File.join(dir, Native::CACHE_FILES.first)
+      path = File.join(dir, Native::CACHE_FILE)
       st = File.stat(path)
       owner = (Etc.getpwuid(st.uid).name rescue st.uid) # rubocop:disable Style/RescueModifier
       { "path" => path, "exists" => true, "size" => st.size, "owner" => owner, "mode" => format("%o", st.mode & 0o7777),

@@ -22,16 +22,17 @@ module Loadscan
         record = parse(text)
         return record if record.is_a?(Hash)
 
-        Warnings.once(:last_boot_read, "#{File.join(dir, Native::CACHE_FILES.fetch(1))} is not used: #{record}")
+        Warnings.once(:last_boot_read, "#{File.join(dir, Native::LAST_BOOT_FILE)} is not used: #{record}")
         nil
       end
 
       # How and where the last boot ended its boot (["exit", objects]: it never said it had
       # booted; ["booted", objects], ["rails", objects]), if it was the program `key` names
-      # (Loadscan::BootGC.key); else nil. Read at setup, trusted as `read` trusts the file, but
-      # silently and without JSON (which the app may not load).
-      def gc_end(dir, key)
-        text = text(dir)&.b or return nil
+      # (Loadscan::BootGC.key); else nil. `text` is the record the extension read at setup from
+      # the cache dir it opened (trusted as `read` trusts the file, silently), read without JSON
+      # (which the app may not load).
+      def gc_end(text, key)
+        text = text&.b or return nil
         return nil if text[/"boot_key":"(\h+)"/n, 1] != key
 
         by = text[/"boot_end_by":"(\w+)"/n, 1]
@@ -47,7 +48,7 @@ module Loadscan
         count = ->(name) { r[name].is_a?(Numeric) ? r[name] : 0 }
         left = (r["left_to_ruby"].is_a?(Hash) ? r["left_to_ruby"] : {}).select { |_, n| n.is_a?(Integer) && n.positive? }
         why = left.empty? ? "" : " (#{left.map { |reason, n| "#{n} #{reason}" }.join(", ")})"
-        setup_ms = %w[cache_load_ms expand_ms sync_ms].sum(&count)
+        setup_ms = r["setup_ms"].is_a?(Numeric) ? r["setup_ms"] : %w[cache_load_ms expand_ms sync_ms].sum(&count) # older records
         "#{"#{r["at"]} #{r["program"]} (pid #{r["pid"]}, Ruby #{r["ruby"]}): " if who}" \
           "#{count.("hits")} requires answered from the index, #{count.("misses")} misses, " \
           "#{count.("deferred")} left to Ruby#{why}; engaged: #{r["engaged"] ? "yes" : "no"}; " \
@@ -77,7 +78,7 @@ module Loadscan
       def text(dir)
         return nil unless Native.available?
 
-        text, why = Native.read_last_boot(dir, Process.euid)
+        text, why = Native.read_last_boot(dir)
         yield why if why && block_given?
         text # UTF-8 text: the extension refuses a record that is not (CacheFile#read_last_boot)
       end

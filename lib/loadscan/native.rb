@@ -11,9 +11,9 @@ module Loadscan
     # What lib/ uses of the library. A build that lacks any of it is one of another loadscan (a
     # checkout pulled without `rake compile`) and is not used: loadscan stays off with one
     # warning. (native_test checks these lists against what the extension defines.)
-    FUNCTIONS = %i[start stop save relist_racy record_last_boot read_last_boot clear_cache lookup sync problems stats
-                   probes explain stems stable_hash hold_for_fork release_after_fork].freeze
-    CONSTANTS = %i[Decorator PROBE CACHE_FILES VALIDATIONS PROBLEM_KINDS QUIET_PROBLEM_KINDS].freeze
+    FUNCTIONS = %i[start stop save finish set_readonly relist_racy read_last_boot clear_cache lookup problems stats
+                   probes explain stems stable_hash hold_for_fork release_after_fork start_ticker stop_ticker].freeze
+    CONSTANTS = %i[Decorator PROBE CACHE_FILE LAST_BOOT_FILE VALIDATIONS PROBLEM_KINDS QUIET_PROBLEM_KINDS].freeze
 
     dlext = defined?(RbConfig) ? RbConfig::CONFIG["DLEXT"] : (RUBY_PLATFORM.include?("darwin") ? "bundle" : "so")
     dir = File.join(__dir__, RUBY_VERSION[/\A\d+\.\d+/])

@@ -282,12 +282,13 @@ class BootGCTest < Minitest::Test
       assert_equal "booted", gc["boot_end_by"]
       assert_operator gc["boot_end_objects"], :<, gc["allocated_objects"] + 1000, "recorded at booted!"
       # A program that says it has booted will say so again: no mark for it.
-      assert_equal ["booted", gc["boot_end_objects"]], Loadscan::LastBoot.gc_end(cache, gc["boot_key"])
+      record = -> { File.read(File.join(cache, "last_boot.json")) } # as setup reads it, from the cache dir
+      assert_equal ["booted", gc["boot_end_objects"]], Loadscan::LastBoot.gc_end(record.(), gc["boot_key"])
       boot("runs_while_allocating\nreport(nil)", env: { "LOADSCAN_CACHE_DIR" => cache })
       gc = JSON.parse(File.read(File.join(cache, "last_boot.json"))).fetch("gc")
       assert_equal "exit", gc["boot_end_by"]
-      assert_equal ["exit", gc["boot_end_objects"]], Loadscan::LastBoot.gc_end(cache, gc["boot_key"])
-      assert_nil Loadscan::LastBoot.gc_end(cache, "another program")
+      assert_equal ["exit", gc["boot_end_objects"]], Loadscan::LastBoot.gc_end(record.(), gc["boot_key"])
+      assert_nil Loadscan::LastBoot.gc_end(record.(), "another program")
     end
   end
 end

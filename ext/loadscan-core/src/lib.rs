@@ -6,7 +6,8 @@
 //! A process follows `$LOAD_PATH` with one [`Session`]: it reads the cache at the start, syncs
 //! with `$LOAD_PATH` (any [`Entries`] source: the binding's reads the Ruby array) before each
 //! question, *finds* each feature ([`Session::find`]: an [`Answer`], or the [`Reason`] Ruby's
-//! own search must answer), and writes the cache and the last boot's record at exit.
+//! own search must answer), and writes the cache and the last boot's record at exit
+//! ([`Session::finish`]).
 //!
 //! ```no_run
 //! use loadscan_core::{Entries, Entry, InPlace, Session, Settings, SyncPolicy};
@@ -23,10 +24,9 @@
 //! }
 //!
 //! // the default policy, as loadscan ships: each entry's own directory now, the rest when needed
-//! let settings = Settings { policy: SyncPolicy::default(), cache: None };
-//! let (mut session, _warning) = Session::start(settings, &InPlace);
+//! let settings = Settings { policy: SyncPolicy::default(), cache: None, readonly: false };
 //! let mut load_path = Fixed(vec![b"/app/lib", b"/usr/lib/ruby/3.1.0"], false);
-//! session.sync(&mut load_path, &InPlace).expect("a load path loadscan can follow");
+//! let mut session = Session::start(settings, &mut load_path, &InPlace).expect("entries to read").session;
 //! if let Ok(answer) = session.find(b"json", &InPlace) {
 //!     match answer.file {
 //!         Some(file) => println!("{}", String::from_utf8_lossy(&file.path)),
@@ -44,12 +44,13 @@ pub use hash::stable_hash;
 pub use index::{
     resolve, Answer, Explanation, FoundFile, Hint, LazyStats, Reason, RecentPaths, Resolved, SyncPolicy, Want, PROBE,
 };
-pub use load_path::{Entries, Entry, Polled};
+pub use load_path::{Entries, Entry, SyncError};
 pub use scan::{Kind, ProblemKind, ScanOptions};
 pub use session::{
-    Counters, Figure, Json, Pending, Problem, Requires, Rescan, Saved, Session, Settings, Stats, Timings,
+    Counters, Figure, Finished, Json, Pending, Problem, Requires, Rescan, Saved, Session, Settings, Started, Stats,
+    Timings,
 };
-pub use store::{CacheFile, Validation, CACHE_FILES};
+pub use store::{CacheFile, Validation, CACHE_FILE, LAST_BOOT_FILE};
 
 /// The parts below the [`Session`] that the tests, examples and benchmarks drive directly: the
 /// index and its lookups, the scanner, the cache file's layout and trust checks. Not a stable
@@ -64,8 +65,7 @@ pub mod internals {
     };
     pub use crate::store::{
         bound_dead_roots, encode, Bytes, CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind, Opened,
-        RootRecord, Snapshot, CACHE_FILE, DEAD_ROOTS_MIN, FORMAT_VERSION, LAST_BOOT_FILE, MAX_FILE_LEN,
-        MAX_LAST_BOOT_LEN, RACY_NS,
+        RootRecord, Snapshot, DEAD_ROOTS_MIN, FORMAT_VERSION, MAX_FILE_LEN, MAX_LAST_BOOT_LEN, RACY_NS,
     };
 }
 

@@ -4,10 +4,8 @@
 mod common;
 
 use common::{cold, euid, is_root, load, policy, write_atomic, TempTree, ENV};
-use loadscan_core::internals::{
-    CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind, LAST_BOOT_FILE, MAX_LAST_BOOT_LEN,
-};
-use loadscan_core::CacheFile;
+use loadscan_core::internals::{CacheDir, DirError, DirErrorKind, LoadError, LoadErrorKind, MAX_LAST_BOOT_LEN};
+use loadscan_core::{CacheFile, LAST_BOOT_FILE};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 

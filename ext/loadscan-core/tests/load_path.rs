@@ -6,7 +6,7 @@ mod common;
 
 use common::TempTree;
 use loadscan_core::internals::ExpandedLoadPath;
-use loadscan_core::{Entries, Entry, Polled};
+use loadscan_core::{Entries, Entry, SyncError};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -109,8 +109,8 @@ fn poll(lp: &mut ExpandedLoadPath, array: &mut Array) -> (Got, Vec<usize>) {
     let got = match lp.poll(array) {
         Ok(Some(entries)) => Got::Changed(entries.to_vec()),
         Ok(None) => Got::Same,
-        Err(Polled::Opaque) => Got::Opaque,
-        Err(Polled::Raised(e)) => Got::Raised(e),
+        Err(SyncError::Opaque) => Got::Opaque,
+        Err(SyncError::Raised(e)) => Got::Raised(e),
     };
     (got, std::mem::take(&mut array.asked))
 }

@@ -9,14 +9,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{euid, is_root, LoadPath, TempTree, ENV};
-use loadscan_core::internals::{CACHE_FILE, LAST_BOOT_FILE};
 use loadscan_core::{
-    Answer, CacheFile, Counters, FoundFile, InPlace, Json, Kind, Polled, ProblemKind, Reason, Resolved, Saved, Session,
-    Settings, Validation, Want,
+    Answer, CacheFile, Counters, Finished, FoundFile, InPlace, Json, Kind, ProblemKind, Reason, Resolved, Saved,
+    Session, Settings, Started, SyncError, Validation, Want, CACHE_FILE, LAST_BOOT_FILE,
 };
 
 fn settings(cache: Option<CacheFile>) -> Settings {
-    Settings { policy: common::lazy_policy(), cache }
+    Settings { policy: common::lazy_policy(), cache, readonly: false }
 }
 
 fn cache_in(t: &TempTree) -> CacheFile {
@@ -25,11 +24,17 @@ fn cache_in(t: &TempTree) -> CacheFile {
 
 /// Starts a session following `$LOAD_PATH` = `order`, synced.
 fn started(order: &[PathBuf], cache: Option<CacheFile>) -> (Session, LoadPath) {
-    let (mut session, warning) = Session::start(settings(cache), &InPlace);
-    assert_eq!(warning, None);
     let mut load_path = LoadPath::new(order);
-    session.sync(&mut load_path, &InPlace).unwrap();
-    (session, load_path)
+    let started = Session::start(settings(cache), &mut load_path, &InPlace).unwrap();
+    assert_eq!(started.warning, None);
+    (started.session, load_path)
+}
+
+/// A session started with `settings` on `$LOAD_PATH` = `order`, without a warning.
+fn start_with(settings: Settings, order: &[PathBuf]) -> Started {
+    let started = Session::start(settings, &mut LoadPath::new(order), &InPlace).unwrap();
+    assert_eq!(started.warning, None);
+    started
 }
 
 /// The answer for a file found.
@@ -80,7 +85,7 @@ fn finds_files_with_rubys_precedence_and_is_sure_of_a_miss_only_while_nothing_ch
     assert_eq!(s.find(b"deep/nope", &InPlace), sure_miss(Want::Bare));
     // A file appears where a listed directory was: no longer sure, Ruby searches.
     t.file("app/lib/deep/nope.rb");
-    assert_eq!(s.find(b"deep/nope", &InPlace), Err(Reason::Missing));
+    assert_eq!(s.find(b"deep/nope", &InPlace), Err(Reason::UnsureMiss));
 }
 
 #[test]
@@ -129,11 +134,11 @@ fn a_boot_follows_load_path_saves_and_records_its_figures_and_the_next_one_start
     let t = TempTree::new("session-cache");
     t.file("lib/a/b.rb").file("lib/c.rb").file("gem/lib/g.rb");
     age(&t.root);
-    let (mut s, warning) = Session::start(settings(Some(cache_in(&t))), &InPlace);
-    assert_eq!(warning, None, "no cache yet is no warning");
     // `$LOAD_PATH` as a boot builds it: the app's lib, then a gem RubyGems puts first.
     let mut load_path = LoadPath::new(&[t.path("lib")]);
-    s.sync(&mut load_path, &InPlace).unwrap();
+    let Started { session: mut s, warning, last_boot } =
+        Session::start(settings(Some(cache_in(&t))), &mut load_path, &InPlace).unwrap();
+    assert_eq!((warning, last_boot), (None, None), "no cache yet is no warning");
     assert_eq!(s.find(b"a/b", &InPlace), file(Want::Bare, t.path("lib/a/b.rb"), Kind::Rb));
     assert_eq!(s.find(b"g", &InPlace), maybe_linked_in(Want::Bare));
     load_path.unshift(t.path("gem/lib").as_os_str().as_encoded_bytes());
@@ -146,9 +151,13 @@ fn a_boot_follows_load_path_saves_and_records_its_figures_and_the_next_one_start
     assert_eq!(s.save(&InPlace), Saved::Clean);
     let counters = Counters::new();
     counters.count(&Resolved::Path(b"/x.rb".to_vec()));
-    s.record_last_boot(&counters, &[("program".into(), Json::Str(b"t".to_vec()))], &InPlace).unwrap();
+    let finished = s.finish(&counters, &[("program".into(), Json::Str(b"t".to_vec()))], &InPlace);
+    assert_eq!(finished, Finished { saved: Saved::Clean, unrecorded: None });
     let recorded = std::fs::read_to_string(t.path("cache").join(LAST_BOOT_FILE)).unwrap();
-    assert!(recorded.starts_with("{\"program\":\"t\",") && recorded.contains("\"hits\":1,"), "{recorded}");
+    assert!(
+        recorded.starts_with("{\"program\":\"t\",\"cache\":\"clean\",") && recorded.contains("\"hits\":1,"),
+        "{recorded}"
+    );
     assert!(recorded.contains("\"load_path_entries\":2,"), "{recorded}");
     assert_eq!(cache_in(&t).read_last_boot(), Ok(Some(recorded)), "read back as written");
     // The next boot starts from the cache: nothing listed again, the same answers.
@@ -163,8 +172,8 @@ fn a_boot_follows_load_path_saves_and_records_its_figures_and_the_next_one_start
     assert_eq!(std::fs::read_dir(t.path("cache")).unwrap().count(), 0);
     assert_eq!(cache_in(&t).read_last_boot(), Ok(None), "none recorded");
     // Without a cache there is nothing to record.
-    let (bare, _) = started(&[t.path("lib")], None);
-    assert_eq!(bare.record_last_boot(&counters, &[], &InPlace), Ok(()));
+    let (mut bare, _) = started(&[t.path("lib")], None);
+    assert_eq!(bare.finish(&counters, &[], &InPlace), Finished { saved: Saved::Skipped, unrecorded: None });
     assert_eq!(std::fs::read_dir(t.path("cache")).unwrap().count(), 0);
 }
 
@@ -175,14 +184,13 @@ fn a_damaged_cache_is_one_warning_and_a_foreign_file_is_never_replaced() {
     let order = vec![t.path("lib")];
     std::fs::write(t.path("cache").join(CACHE_FILE), b"LOADSCAN garbage").unwrap();
     age(&t.root);
-    let (mut s, warning) = Session::start(settings(Some(cache_in(&t))), &InPlace);
+    let start = || Session::start(settings(Some(cache_in(&t))), &mut LoadPath::new(&order), &InPlace).unwrap();
+    let Started { session: mut s, warning, .. } = start();
     assert!(warning.unwrap().ends_with("; scanning instead"));
-    s.sync(&mut LoadPath::new(&order), &InPlace).unwrap();
     assert_eq!(s.save(&InPlace), Saved::Written, "our own damaged cache is replaced");
     std::fs::write(t.path("cache").join(CACHE_FILE), b"someone else's notes").unwrap();
-    let (mut s, warning) = Session::start(settings(Some(cache_in(&t))), &InPlace);
+    let Started { session: mut s, warning, .. } = start();
     assert!(warning.unwrap().ends_with("not replacing it"));
-    s.sync(&mut LoadPath::new(&order), &InPlace).unwrap();
     assert_eq!(s.save(&InPlace), Saved::Skipped);
     assert_eq!(std::fs::read(t.path("cache").join(CACHE_FILE)).unwrap(), b"someone else's notes");
 }
@@ -213,8 +221,7 @@ fn a_sync_that_scans_is_a_rescan_to_report() {
     let t = TempTree::new("session-rescan");
     t.file("a/x.rb").file("b/y.rb");
     let (mut s, mut load_path) = started(&[t.path("a")], None);
-    s.forget_rescan(); // the first sync is reported as the cache load
-    assert_eq!(s.take_rescan(), None);
+    assert_eq!(s.take_rescan(), None, "the first sync is the start's, reported as the cache load");
     load_path.replace(&[t.path("a"), t.path("b")]);
     s.sync(&mut load_path, &InPlace).unwrap();
     let r = s.take_rescan().expect("a new entry was listed");
@@ -229,8 +236,8 @@ fn a_load_path_ruby_must_expand_itself_is_left_to_ruby_until_it_changes_again() 
     t.file("a/x.rb");
     let (mut s, mut load_path) = started(&[t.path("a")], None);
     load_path.unshift(b"~/lib");
-    assert!(matches!(s.sync(&mut load_path, &InPlace), Err(Polled::Opaque)));
-    assert!(matches!(s.sync(&mut load_path, &InPlace), Err(Polled::Opaque)), "and stays so while unchanged");
+    assert!(matches!(s.sync(&mut load_path, &InPlace), Err(SyncError::Opaque)));
+    assert!(matches!(s.sync(&mut load_path, &InPlace), Err(SyncError::Opaque)), "and stays so while unchanged");
     load_path.replace(&[t.path("a")]);
     s.sync(&mut load_path, &InPlace).unwrap();
     assert_eq!(s.find(b"x", &InPlace), file(Want::Bare, t.path("a/x.rb"), Kind::Rb));
@@ -279,10 +286,7 @@ fn a_miss_in_another_checkout_validated_by_listing_is_sure_while_its_names_are_t
     let by_listing = || {
         let mut settings = settings(Some(cache_in(&t)));
         settings.policy.validation = Validation::Listing;
-        let (mut s, warning) = Session::start(settings, &InPlace);
-        assert_eq!(warning, None);
-        s.sync(&mut LoadPath::new(&order), &InPlace).unwrap();
-        s
+        start_with(settings, &order).session
     };
     let mut first = by_listing();
     assert_eq!(first.find(b"a/b", &InPlace), file(Want::Bare, t.path("lib/a/b.rb"), Kind::Rb));
@@ -300,5 +304,65 @@ fn a_miss_in_another_checkout_validated_by_listing_is_sure_while_its_names_are_t
     assert_eq!(next.find(b"a/nope.rb", &InPlace), sure_miss(Want::Rb), "again, from the stamp seen then");
     // A file that appears since is never missed: Ruby searches.
     t.file("lib/a/nope.rb");
-    assert_eq!(next.find(b"a/nope.rb", &InPlace), Err(Reason::Missing));
+    assert_eq!(next.find(b"a/nope.rb", &InPlace), Err(Reason::UnsureMiss));
+}
+
+/// A boot's life as the binding drives it, one call at setup and one at exit: `start` (the
+/// cache dir opened once: the cache, and the last boot's record handed back), requires,
+/// `finish` (the cache, then the record). One rule says whether a boot writes them
+/// ([`Session::writes`]): a normal boot writes both; a read-only one (from the start, or made
+/// so by a later setup) or one whose cache was cleared writes neither.
+#[test]
+fn a_boots_life_is_start_requires_finish_and_only_a_boot_that_may_write_writes() {
+    let t = TempTree::new("session-life");
+    t.file("lib/a.rb").file("lib/b/c.rb");
+    age(&t.root);
+    let order = vec![t.path("lib")];
+    let record = || std::fs::read_to_string(t.path("cache").join(LAST_BOOT_FILE)).ok();
+    let life = |boot: &str| {
+        let mut settings = settings(Some(cache_in(&t)));
+        settings.readonly = boot == "readonly";
+        let Started { session: mut s, last_boot, .. } = start_with(settings, &order);
+        let counters = Counters::new();
+        let found = s.find(b"b/c", &InPlace);
+        counters.count(&Resolved::Path(b"/x.rb".to_vec()));
+        assert_eq!(found, file(Want::Bare, t.path("lib/b/c.rb"), Kind::Rb), "{boot}");
+        match boot {
+            "readonly later" => s.set_readonly(true),
+            "cleared" => assert_eq!(s.clear().map(|removed| removed.len()), Ok(2)),
+            _ => {}
+        }
+        let finished = s.finish(&counters, &[("program".into(), Json::Str(boot.as_bytes().to_vec()))], &InPlace);
+        (last_boot, finished, s.stats(&counters))
+    };
+    let skipped = Finished { saved: Saved::Skipped, unrecorded: None };
+    let (last_boot, finished, _) = life("readonly");
+    assert_eq!((last_boot, finished, record()), (None, skipped, None), "read-only, with no cache yet");
+    assert!(!t.path("cache").exists());
+
+    let (last_boot, finished, stats) = life("normal");
+    assert_eq!((last_boot, finished), (None, Finished { saved: Saved::Written, unrecorded: None }));
+    let written = record().expect("recorded");
+    let text = &written;
+    assert!(
+        text.starts_with("{\"program\":\"normal\",\"cache\":\"written\",") && text.contains("\"hits\":1,"),
+        "{text}"
+    );
+    assert!(stats.timings.setup >= stats.timings.load + stats.timings.sync, "setup is the start: read and first sync");
+    assert!(text.contains("\"setup_ms\":"), "{text}");
+
+    for boot in ["readonly", "readonly later"] {
+        let (last_boot, finished, _) = life(boot);
+        assert_eq!(last_boot.as_ref(), Some(&written), "{boot}: the record is handed back from the dir opened");
+        assert_eq!((finished, record()), (Finished { saved: Saved::Skipped, unrecorded: None }, Some(written.clone())));
+    }
+
+    let (last_boot, finished, _) = life("normal");
+    assert_eq!((last_boot.as_ref(), finished), (Some(&written), Finished { saved: Saved::Clean, unrecorded: None }));
+    let clean = record().unwrap();
+    assert!(clean.contains("\"cache\":\"clean\""), "recorded again");
+
+    let (last_boot, finished, _) = life("cleared");
+    assert_eq!((last_boot, finished), (Some(clean), Finished { saved: Saved::Skipped, unrecorded: None }));
+    assert_eq!(std::fs::read_dir(t.path("cache")).unwrap().count(), 0, "nothing written after the clear");
 }

@@ -71,7 +71,7 @@ fn kind_symbol(ruby: &Ruby, kind: Kind) -> Symbol {
 pub fn lookup_answer(ruby: &Ruby, found: Option<Result<Answer, Reason>>, feature: Value) -> Value {
     match found {
         Some(Ok(Answer { file: Some(file), .. })) => path_string(ruby, &file.path, feature).as_value(),
-        Some(Ok(Answer { file: None, .. }) | Err(Reason::Missing)) => ruby.to_symbol("missing").as_value(),
+        Some(Ok(Answer { file: None, .. }) | Err(Reason::UnsureMiss)) => ruby.to_symbol("missing").as_value(),
         _ => ruby.to_symbol("unknown").as_value(),
     }
 }
@@ -159,7 +159,7 @@ pub fn strings(ruby: &Ruby, list: Vec<Vec<u8>>) -> RArray {
 }
 
 /// A Hash of String or Symbol keys to Strings, Symbols, Integers, Floats, true, false, nil,
-/// Arrays and Hashes of those, as the fields a record adds (`Native.record_last_boot`).
+/// Arrays and Hashes of those, as the fields a record adds (`Native.finish`).
 pub fn json_fields(ruby: &Ruby, hash: RHash) -> Result<Vec<(String, Json)>, Error> {
     json_fields_at(ruby, hash, 0)
 }

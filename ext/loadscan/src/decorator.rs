@@ -81,7 +81,7 @@ pub fn require(ruby: &Ruby, rb_self: Value, feature: Value) -> Result<Value, Err
             }
         }
         Resolved::Loaded => Ok(ruby.qfalse().as_value()),
-        Resolved::Missing => Err(load_error(ruby, feature)),
+        Resolved::LoadError => Err(load_error(ruby, feature)),
         Resolved::Defer(reason) => {
             report_deferral(ruby, feature, reason)?;
             let required = c_require(rb_self, feature);

@@ -22,7 +22,7 @@ mod ticker;
 
 use loadscan_core::{ProblemKind, Validation};
 use magnus::rb_sys::AsRawValue;
-use magnus::{function, method, prelude::*, Error, RModule, Ruby, Value};
+use magnus::{function, method, prelude::*, Error, RModule, RString, Ruby, Value};
 
 #[magnus::init]
 fn init(ruby: &Ruby) -> Result<(), Error> {
@@ -33,11 +33,11 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("stop", function!(native::stop, 0))?;
     native.define_module_function("save", function!(native::save, 0))?;
     native.define_module_function("relist_racy", function!(native::relist_racy, 0))?;
-    native.define_module_function("record_last_boot", function!(native::record_last_boot, 1))?;
-    native.define_module_function("clear_cache", function!(native::clear_cache, 2))?;
-    native.define_module_function("read_last_boot", function!(native::read_last_boot, 2))?;
+    native.define_module_function("finish", function!(native::finish, 1))?;
+    native.define_module_function("set_readonly", function!(native::set_readonly, 1))?;
+    native.define_module_function("clear_cache", function!(native::clear_cache, 1))?;
+    native.define_module_function("read_last_boot", function!(native::read_last_boot, 1))?;
     native.define_module_function("lookup", function!(native::lookup, 1))?;
-    native.define_module_function("sync", function!(native::sync, 0))?;
     native.define_module_function("problems", function!(native::problems, 0))?;
     native.define_module_function("stats", function!(native::stats, 0))?;
     native.define_module_function("probes", function!(native::probes, 0))?;
@@ -61,11 +61,19 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.const_set("PROBE", probe)?;
     let string = |s: &str| ruby.str_new(s).as_value();
     let symbol = |s: &str| ruby.to_symbol(s).as_value();
-    frozen_list(ruby, native, "CACHE_FILES", loadscan_core::CACHE_FILES.iter().map(|n| string(n)))?;
+    native.const_set("CACHE_FILE", frozen(ruby, loadscan_core::CACHE_FILE))?;
+    native.const_set("LAST_BOOT_FILE", frozen(ruby, loadscan_core::LAST_BOOT_FILE))?;
     frozen_list(ruby, native, "VALIDATIONS", Validation::ALL.iter().map(|v| string(v.name())))?;
     frozen_list(ruby, native, "PROBLEM_KINDS", ProblemKind::ALL.iter().map(|k| symbol(k.name())))?;
     let quiet = ProblemKind::ALL.into_iter().filter(|k| !k.warns());
     frozen_list(ruby, native, "QUIET_PROBLEM_KINDS", quiet.map(|k| symbol(k.name())))
+}
+
+/// A frozen String of the core's (a name Ruby reads instead of spelling it again).
+fn frozen(ruby: &Ruby, s: &str) -> RString {
+    let s = ruby.str_new(s);
+    s.freeze();
+    s
 }
 
 /// Sets `module::name` to a frozen Array of `values` (frozen Strings or Symbols): the core's

@@ -18,7 +18,7 @@ use rb_sys::{ruby_value_type, VALUE};
 /// Why the session's `sync` could not follow `$LOAD_PATH`: `Opaque` (Ruby answers), or
 /// `Raised` with what an entry's `to_path` raised (or threw), to be raised once nothing of
 /// loadscan's is held.
-pub type Polled = loadscan_core::Polled<Error>;
+pub type SyncError = loadscan_core::SyncError<Error>;
 
 /// `$LOAD_PATH` and the snapshot of it taken when every entry was last expanded.
 pub struct LoadPath {

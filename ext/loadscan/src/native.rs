@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby, Value};
 
-use loadscan_core::{CacheFile, Saved, Session};
+use loadscan_core::{CacheFile, Counters, Saved, Session, Started};
 
 use crate::convert::{self, bytes, feature_bytes};
 use crate::hooks::{self, report_pending};
@@ -16,19 +16,45 @@ use crate::nogvl::{raise_pending, NoGvl};
 use crate::options;
 use crate::state::{self, try_state, try_synced, with_synced, Followed, COUNTERS};
 
-/// `start(load_path, **options)` (see `options::parse` for the keys): starts following
-/// `load_path` with an optional cache (dropping any earlier session). Returns nil, or why an
-/// existing cache could not be used (for one warning).
-pub fn start(ruby: &Ruby, load_path: RArray, opts: RHash) -> Result<Option<String>, Error> {
+/// `start(load_path, **options)` (see `options::parse` for the keys): a session's start, in one
+/// call: opens the cache dir, reads the cache and the last boot's record, syncs with
+/// `load_path` and puts the session in place of any earlier one. Returns `[warning, last_boot,
+/// stats]`: why an existing cache could not be used (for one warning) or nil, the last boot's
+/// record (a String) or nil, and the figures as `stats` gives them. What an entry's `to_path`
+/// raised is raised, with nothing changed.
+pub fn start(ruby: &Ruby, load_path: RArray, opts: RHash) -> Result<(Option<String>, Option<RString>, RHash), Error> {
     let start = options::parse(ruby, opts)?;
-    let (session, warning) = Session::start(start.settings, &NoGvl);
-    let load_path = LoadPath::new(magnus::rb_sys::AsRawValue::as_raw(load_path));
+    let mut load_path = LoadPath::new(magnus::rb_sys::AsRawValue::as_raw(load_path));
+    let started = Session::start(start.settings, &mut load_path, &NoGvl);
     raise_pending()?;
+    let Started { session, warning, last_boot } = started?;
+    let stats = convert::stats(ruby, &session.stats(&Counters::new()))?;
     state::replace(Some(Followed { session, load_path }))?;
     // Only once the new session is in place (an interrupted start changes nothing); no other
     // Ruby thread runs in between, since the GVL is held from here on.
     hooks::set(ruby, start.hooks)?;
-    Ok(warning)
+    // What the first sync worked around is warned now, from setup, as any sync's is.
+    report_pending(ruby)?;
+    Ok((warning, last_boot.map(|text| ruby.str_new(&text)), stats))
+}
+
+/// `finish(fields)`: a session's end (at exit), in one call: saves the cache and records this
+/// boot beside it (`fields`, a Hash of Strings, Integers, booleans and nil, Arrays and Hashes of
+/// them, first), under the core's one rule (`Session::writes`: never read-only, cleared or a
+/// refused dir). `[saved, unrecorded, stats]`: what `save` returns, why the record could not be
+/// written (a String) or nil, and the figures as `stats` gives them; nil when stopped or busy.
+pub fn finish(ruby: &Ruby, fields: RHash) -> Result<Option<(Value, Option<String>, RHash)>, Error> {
+    let extra = convert::json_fields(ruby, fields)?;
+    let finished = try_state(|f| (f.session.finish(&COUNTERS, &extra, &NoGvl), f.session.stats(&COUNTERS)));
+    raise_pending()?;
+    let Some((finished, stats)) = finished else { return Ok(None) };
+    Ok(Some((convert::saved(ruby, finished.saved), finished.unrecorded, convert::stats(ruby, &stats)?)))
+}
+
+/// `set_readonly(flag)`: the session reads its cache but writes neither it nor its record from
+/// now on (or does again): a later setup's `readonly:`.
+pub fn set_readonly(flag: bool) -> Result<(), Error> {
+    state::wait_state(|f| f.session.set_readonly(flag)).map(drop)
 }
 
 /// `stop`: every later require goes to Ruby's own.
@@ -52,41 +78,34 @@ pub fn relist_racy() -> Result<Option<f64>, Error> {
     Ok(wait.map(|w| w.as_secs_f64()))
 }
 
-/// `record_last_boot(fields)`: writes this boot's figures, with `fields` (a Hash of Strings,
-/// Integers and booleans) first, beside the cache. nil, or why it could not (a String).
-pub fn record_last_boot(ruby: &Ruby, fields: RHash) -> Result<Option<String>, Error> {
-    let extra = convert::json_fields(ruby, fields)?;
-    let written = try_state(|f| f.session.record_last_boot(&COUNTERS, &extra, &NoGvl));
-    raise_pending()?;
-    Ok(written.and_then(Result::err))
-}
-
-/// `clear_cache(dir, uid)`: deletes the cache and the last boot's figures in `dir` (which must
-/// pass the cache dir's checks for `uid`): the paths removed, or why nothing was (a String).
-pub fn clear_cache(ruby: &Ruby, dir: RString, uid: u32) -> Value {
-    let cache = cache_in(dir, uid);
-    match cache.clear() {
+/// `clear_cache(dir)`: deletes the cache and the last boot's figures in `dir` (which must pass
+/// the cache dir's checks for this user): the paths removed, or why nothing was (a String).
+/// The session's own cache dir: the session writes neither again (`Session::clear`).
+pub fn clear_cache(ruby: &Ruby, dir: RString) -> Result<Value, Error> {
+    let dir = path(dir);
+    let own = state::wait_state(|f| (f.session.cache_dir() == Some(dir.as_path())).then(|| f.session.clear()))?;
+    let cleared = own.flatten().unwrap_or_else(|| CacheFile::clear_in(&dir, CacheFile::trusted_uid()));
+    Ok(match cleared {
         Ok(removed) => {
             convert::strings(ruby, removed.iter().map(|p| p.as_os_str().as_bytes().to_vec()).collect()).as_value()
         }
         Err(why) => ruby.str_new(&why).as_value(),
-    }
+    })
 }
 
-/// `read_last_boot(dir, uid)`: the last boot's record in `dir`, read as the cache is (the cache
-/// dir's checks for `uid`, then the file's): `[text, nil]` (UTF-8), `[nil, nil]` when none was recorded,
-/// or `[nil, why]` (one line for a warning).
-pub fn read_last_boot(ruby: &Ruby, dir: RString, uid: u32) -> (Option<RString>, Option<String>) {
-    let cache = cache_in(dir, uid);
-    match cache.read_last_boot() {
+/// `read_last_boot(dir)`: the last boot's record in `dir`, read as the cache is (the cache
+/// dir's checks for this user, then the file's): `[text, nil]` (UTF-8), `[nil, nil]` when none
+/// was recorded, or `[nil, why]` (one line for a warning).
+pub fn read_last_boot(ruby: &Ruby, dir: RString) -> (Option<RString>, Option<String>) {
+    match CacheFile::read_last_boot_in(&path(dir), CacheFile::trusted_uid()) {
         Ok(record) => (record.map(|text| ruby.str_new(&text)), None),
         Err(why) => (None, Some(why)),
     }
 }
 
-/// The cache files in `dir` for `uid`, for what touches them without a session.
-fn cache_in(dir: RString, uid: u32) -> CacheFile {
-    CacheFile { dir: PathBuf::from(OsStr::from_bytes(&bytes(dir))), env: Vec::new(), uid }
+/// A directory Ruby names.
+fn path(dir: RString) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(&bytes(dir)))
 }
 
 /// `lookup(feature)`: the index's answer, ignoring `$LOADED_FEATURES` (what
@@ -98,17 +117,6 @@ pub fn lookup(ruby: &Ruby, feature: Value) -> Result<Value, Error> {
     };
     report_pending(ruby)?;
     Ok(convert::lookup_answer(ruby, found, feature))
-}
-
-/// `sync`: syncs now (scanning new entries); how many roots are known. What it scanned is the
-/// caller's to report (setup reports it as `:cache_load`), not a rescan.
-pub fn sync(ruby: &Ruby) -> Result<Option<usize>, Error> {
-    let roots = with_synced(|s| {
-        s.forget_rescan();
-        s.root_count()
-    });
-    report_pending(ruby)?;
-    Ok(roots)
 }
 
 /// `problems`: everything scans worked around so far, `[[kind, message], …]`.

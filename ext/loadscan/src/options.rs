@@ -27,10 +27,10 @@ keys! {
     THREADS = "threads",
     CACHE_DIR = "cache_dir",
     ENV_KEY = "env_key",
-    UID = "uid",
     VALIDATE = "validate",
     STABLE_DIRS = "stable_dirs",
     LAZY = "lazy",
+    READONLY = "readonly",
     ON_PROBLEMS = "on_problems",
     ON_DEFER = "on_defer",
     ON_RESCAN = "on_rescan",
@@ -53,19 +53,20 @@ pub struct Start {
     pub hooks: Hooks,
 }
 
-/// Reads `{dlext:, threads:, cache_dir:, env_key:, uid:, validate:, stable_dirs:, lazy:,
-/// on_problems:, on_defer:, on_rescan:, ignore_names:, ignore_paths:}`; every key is optional (`uid` is required with a `cache_dir`).
+/// Reads `{dlext:, threads:, cache_dir:, env_key:, validate:, stable_dirs:, lazy:,
+/// readonly:, on_problems:, on_defer:, on_rescan:, ignore_names:, ignore_paths:}`; every key is optional.
 ///
 /// - `dlext` (String): native extensions' extension, empty or absent for the core's default;
 /// - `threads` (Integer): scan threads, 0 or absent for the core's default;
 /// - `cache_dir` (String or nil): where the cache lives, nil or absent for no cache;
 /// - `env_key` (String): what a cache must have been written for (see `CacheFile::env`);
-/// - `uid` (Integer): the uid that must own the cache;
 /// - `validate` (a [`Validation::name`]: `"mtime"`, the default, or `"listing"`): how cached
 ///   roots are checked (LOADSCAN_VALIDATE);
 /// - `stable_dirs` (Array of String): directories checked with one `stat`;
 /// - `lazy` (true/false, absent for the core's default, lazy): false lists every directory up
 ///   front (LOADSCAN_LAZY=0);
+/// - `readonly` (true/false, absent: false): read the cache, write neither it nor the last
+///   boot's record ([`Settings::readonly`]);
 /// - `on_problems`, `on_defer`, `on_rescan` (callable or nil): see [`Hooks`];
 /// - `ignore_names` (Array of String): directory names never listed (default `node_modules`);
 /// - `ignore_paths` (Array of String): absolute directories never listed;
@@ -73,10 +74,11 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
     let mut scan = ScanOptions::default();
     let mut validation = Validation::default();
     let mut stable = Vec::new();
-    let (mut dir, mut env, mut uid): (Option<PathBuf>, Vec<u8>, Option<u32>) = (None, Vec::new(), None);
+    let (mut dir, mut env): (Option<PathBuf>, Vec<u8>) = (None, Vec::new());
     let mut on_problems = ruby.qnil().as_value();
     let mut on_defer = ruby.qnil().as_value();
     let mut on_rescan = ruby.qnil().as_value();
+    let mut readonly = false;
     let mut unknown = Vec::new();
     opts.foreach(|key: Value, value: Value| {
         let Some(k) = Symbol::from_value(key) else {
@@ -97,8 +99,6 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
             dir = Option::<RString>::try_convert(value)?.map(|d| PathBuf::from(OsStr::from_bytes(&bytes(d))));
         } else if k == ENV_KEY {
             env = bytes(RString::try_convert(value)?);
-        } else if k == UID {
-            uid = Some(u32::try_convert(value)?);
         } else if k == VALIDATE {
             let name = String::try_convert(value)?;
             validation = Validation::named(&name).ok_or_else(|| {
@@ -110,6 +110,8 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
             stable = Vec::<String>::try_convert(value)?.into_iter().map(PathBuf::from).collect();
         } else if k == LAZY {
             scan.set_lazy(value.to_bool());
+        } else if k == READONLY {
+            readonly = value.to_bool();
         } else if k == IGNORE_NAMES {
             scan.skip_dirs = byte_strings(value)?;
         } else if k == IGNORE_PATHS {
@@ -129,15 +131,10 @@ pub fn parse(ruby: &Ruby, opts: RHash) -> Result<Start, Error> {
         let s = if unknown.len() > 1 { "s" } else { "" };
         return Err(Error::new(ruby.exception_arg_error(), format!("unknown keyword{s}: {}", unknown.join(", "))));
     }
-    let cache = match (dir, uid) {
-        (None, _) => None,
-        (Some(dir), Some(uid)) => Some(CacheFile { dir, env, uid }),
-        (Some(_), None) => {
-            return Err(Error::new(ruby.exception_arg_error(), "missing keyword: :uid (with :cache_dir)"))
-        }
-    };
+    // The cache belongs to this process's user (`CacheFile::trusted_uid`).
+    let cache = dir.map(|dir| CacheFile { dir, env, uid: CacheFile::trusted_uid() });
     let policy = SyncPolicy { scan, validation, stable };
-    let settings = Settings { policy, cache };
+    let settings = Settings { policy, cache, readonly };
     Ok(Start { settings, hooks: Hooks { on_problems, on_defer, on_rescan } })
 }
 

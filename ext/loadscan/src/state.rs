@@ -35,7 +35,7 @@ use magnus::value::Lazy;
 use magnus::{prelude::*, Error, RArray};
 use rb_sys::VALUE;
 
-use crate::load_path::{LoadPath, Polled};
+use crate::load_path::{LoadPath, SyncError};
 use crate::nogvl::{raise_pending, without_gvl, NoGvl};
 
 /// A session and the `$LOAD_PATH` it follows (read by [`Session::sync`]).
@@ -119,6 +119,13 @@ pub fn replace(followed: Option<Followed>) -> Result<(), Error> {
     Ok(())
 }
 
+/// Runs `f` on the state as it is, if loadscan is started, waiting for the lock (as `replace`
+/// does): what must not be lost to a busy lock (`clear_cache`, `set_readonly`).
+pub fn wait_state<T>(f: impl FnOnce(&mut Followed) -> T) -> Result<Option<T>, Error> {
+    let mut guard = wait_lock()?;
+    Ok(guard.as_mut().map(f))
+}
+
 /// Runs `f` on the state as it is, if loadscan is started and the lock is free.
 pub fn try_state<T>(f: impl FnOnce(&mut Followed) -> T) -> Option<T> {
     let mut guard = try_lock()?;
@@ -137,8 +144,8 @@ pub fn try_synced<T>(f: impl FnOnce(&mut Session) -> T) -> Result<Option<T>, Err
     }
     let result = try_state(|Followed { session, load_path }| match session.sync(load_path, &NoGvl) {
         Ok(()) => Ok(Some(f(session))),
-        Err(Polled::Opaque) => Ok(None),
-        Err(Polled::Raised(e)) => Err(e),
+        Err(SyncError::Opaque) => Ok(None),
+        Err(SyncError::Raised(e)) => Err(e),
     });
     raise_pending()?;
     result.unwrap_or(Ok(None))

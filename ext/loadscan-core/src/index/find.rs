@@ -3,7 +3,9 @@
 //! depends on), settle a miss (is it sure? [`Index::confirm_missing`]), and give the [`Answer`]
 //! — the file, or a sure miss — or why Ruby's own search must answer.
 
-use super::{now_ns, path_of_bytes, Index, Located, Query, Reason, RootId, Want};
+use rustc_hash::FxHashMap;
+
+use super::{now_ns, path_of_bytes, Index, Located, Query, Reason, RootId, SeenAt, Want};
 use crate::blocking::Blocking;
 use crate::relpath;
 use crate::scan::{dir_digest, list_deferred, DirRecord, DirStamp, Kind};
@@ -72,9 +74,11 @@ impl Index {
     /// ([`Validation::Listing`]: another checkout of the app, a CI job's restored cache), a
     /// directory whose stamp differs is still the one listed when its names are (its digest, as
     /// revalidation compares it). A miss is rare and raises; hits never pay for this.
-    pub fn confirm_missing(&self, stem: &[u8]) -> bool {
+    pub fn confirm_missing(&mut self, stem: &[u8]) -> bool {
         let rel = relpath::parent(stem);
-        self.roots.iter().enumerate().all(|(id, root)| {
+        // Out of `self` while the roots are walked: what has the names listed is recorded in it.
+        let mut same_names = std::mem::take(&mut self.same_names);
+        let sure = self.roots.iter().enumerate().all(|(id, root)| {
             if root.is_retired() || self.ranked(id as RootId).is_none() {
                 return true;
             }
@@ -89,22 +93,32 @@ impl Index {
                 Err(_) => true,
                 Ok(md) if !md.is_dir() => true,
                 Ok(md) => self.dir_record(id as RootId, rel).is_some_and(|rec| {
-                    !stamp_differs(&md, &rec, root.scanned_at_ns) || self.has_names_listed(id as RootId, &dir, rec, &md)
+                    !stamp_differs(&md, &rec, root.scanned_at_ns)
+                        || self.has_names_listed(&mut same_names, id as RootId, &dir, rec, &md)
                 }),
             }
-        })
+        });
+        self.same_names = same_names;
+        sure
     }
 
     /// Validated by listing, whether the directory `dir` (root `id`'s record `rec`, whose stamp
     /// differs: another checkout's) still has the names listed, by its digest. Once it has, the
     /// stamp seen just before is remembered with the time, and a later miss there is settled by
     /// [`stamp_differs`] against it (a `stat`, not a listing), as against a listing's record.
-    fn has_names_listed(&self, id: RootId, dir: &[u8], rec: DirRecord, md: &std::fs::Metadata) -> bool {
+    fn has_names_listed(
+        &self,
+        same_names: &mut FxHashMap<(RootId, Vec<u8>), SeenAt>,
+        id: RootId,
+        dir: &[u8],
+        rec: DirRecord,
+        md: &std::fs::Metadata,
+    ) -> bool {
         if self.policy.validation != Validation::Listing || rec.stamp.is_unsettled() {
             return false;
         }
         let key = (id, rec.rel.clone());
-        let seen = self.same_names.lock().ok().and_then(|m| m.get(&key).copied());
+        let seen = same_names.get(&key).copied();
         if let Some((stamp, at)) = seen {
             if !stamp_differs(md, &DirRecord { stamp, ..rec.clone() }, at) {
                 return true;
@@ -113,9 +127,7 @@ impl Index {
         let at = now_ns(); // before the listing: a change in the same tick counts as one
         let same = dir_digest(path_of_bytes(dir)).is_ok_and(|d| d == rec.digest);
         if same {
-            if let Ok(mut m) = self.same_names.lock() {
-                m.insert(key, (DirStamp::of(md), at));
-            }
+            same_names.insert(key, (DirStamp::of(md), at));
         }
         same
     }
@@ -139,8 +151,8 @@ impl Index {
 pub fn settle(located: Located, sure_miss: impl FnOnce() -> bool) -> Result<Option<(RootId, Kind)>, Reason> {
     match located {
         Located::Found(root, kind) => Ok(Some((root, kind))),
-        Located::Missing if sure_miss() => Ok(None),
-        Located::Missing => Err(Reason::Missing),
+        Located::Nowhere if sure_miss() => Ok(None),
+        Located::Nowhere => Err(Reason::UnsureMiss),
         Located::Unknown => Err(Reason::BlindSpot),
     }
 }
@@ -178,7 +190,7 @@ mod tests {
         assert_eq!(answers(vec![Ok(Some(1)), Ok(Some(2))]), (Ok(Some(1)), 1));
         assert_eq!(answers(vec![Ok(None), Ok(Some(2))]), (Ok(Some(2)), 2));
         assert_eq!(answers(vec![Ok(None), Ok(None)]), (Ok(None), 2));
-        assert_eq!(answers(vec![Err(Reason::Missing), Ok(Some(2))]), (Err(Reason::Missing), 1));
+        assert_eq!(answers(vec![Err(Reason::UnsureMiss), Ok(Some(2))]), (Err(Reason::UnsureMiss), 1));
         assert_eq!(answers(vec![Ok(None), Err(Reason::BlindSpot)]), (Err(Reason::BlindSpot), 2));
     }
 
@@ -187,8 +199,8 @@ mod tests {
         #[rustfmt::skip]
         let table = [
             (Located::Found(3, Kind::Ext), false, Ok(Some((3, Kind::Ext)))),
-            (Located::Missing, true, Ok(None)),
-            (Located::Missing, false, Err(Reason::Missing)),
+            (Located::Nowhere, true, Ok(None)),
+            (Located::Nowhere, false, Err(Reason::UnsureMiss)),
             (Located::Unknown, true, Err(Reason::BlindSpot)),
         ];
         for (located, confirmed, expected) in table {

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::locate::Step;
-use super::{path_of_bytes, Gaps, IdList, Index, Life, Located, Query, RootId};
+use super::{path_of_bytes, Index, Life, Located, Query, RootId};
 use crate::scan::{list_deferred, Listing, RootState, ScanOptions, ScanProblem};
 
 /// Lists one deferred directory (`rel` below a root whose recorded device is given) with the
@@ -63,16 +63,7 @@ impl Index {
         self.problems.append(&mut problems);
         self.dirty = true;
         self.add_to_tables(id, &part);
-        // The gap says the directory is listed now; a root's own `deferred` list keeps the
-        // name until the cache is written (`records` drops it then).
-        match self.gaps.get_mut(rel) {
-            Some(gap) if gap.deferred.contains(id) => gap.deferred.remove(id),
-            // Deferred in the snapshot, which cannot be changed: a lifted deferral masks it.
-            Some(gap) => gap.lifted.insert(id),
-            None => {
-                self.gaps.insert(rel.into(), Gaps { lifted: IdList::One(id), ..Gaps::default() });
-            }
-        }
+        self.gaps.listed(id, rel);
         let target = match &mut self.roots[id as usize].life {
             Life::Scanned(listing) => listing,
             Life::Cached { listed_since, .. } => {

@@ -14,7 +14,7 @@ pub enum Located {
     /// In this root, with this extension.
     Found(RootId, Kind),
     /// No entry has it.
-    Missing,
+    Nowhere,
     /// The index cannot answer exactly (unsupported spelling, or a blind spot of an entry
     /// that comes first): leave it to Ruby.
     Unknown,
@@ -128,7 +128,7 @@ impl Index {
         Step::Done(match winner {
             _ if hidden => Located::Unknown,
             Some(((_, root), kind)) => Located::Found(root, kind),
-            None => Located::Missing,
+            None => Located::Nowhere,
         })
     }
 }

@@ -13,15 +13,16 @@
 //!                          prefixes whose contents some roots do not list (yet)
 //! ```
 //!
-//! One job per file: `roots` (the registry of roots and their ranks), `locate` (precedence:
+//! One job per file: `roots` (the registry of roots and their ranks), `gaps` (the one writer of
+//! the gap table), `locate` (precedence:
 //! pure logic over what is listed, no I/O), `lazy` (listing deferred directories a lookup
 //! needs), `find` (the whole lookup, the *find*: parse, locate, settle a miss with one `stat`
 //! per root, giving an [`Answer`]),
 //! `linked_in` (which misses Ruby's table of extensions without a file may still answer),
 //! `sync` (revalidation and scans, the only user of `store::check_root`), `racy` (listing racy
 //! directories again once their window has passed), `records` (what the cache is written
-//! from), `answer` (what `require` does with a find's [`Answer`]), `recent`
-//! (which question `answer` asks Ruby first), `explain` (introspection).
+//! from), `resolve` (what `require` does with a find's [`Answer`]), `recent`
+//! (which question `resolve` asks Ruby first), `explain` (introspection).
 //!
 //! # Lazy listing
 //! With [`crate::ScanOptions::eager_depth`] `0` a sync lists only each root's own entries; every
@@ -33,10 +34,10 @@
 //! all of them, and the cache written at exit holds exactly those, to be extended the same way
 //! by a later boot that needs more.
 
-mod answer;
 mod explain;
 mod feature;
 mod find;
+mod gaps;
 mod ids;
 mod lazy;
 mod linked_in;
@@ -44,6 +45,7 @@ mod locate;
 mod racy;
 mod recent;
 mod records;
+mod resolve;
 mod roots;
 mod sync;
 
@@ -51,15 +53,16 @@ use std::path::Path;
 
 use rustc_hash::FxHashMap;
 
-pub use answer::{resolve, Hint, Reason, Resolved, PROBE};
 pub use explain::Explanation;
 pub use feature::{Query, Want};
 pub use find::{settle, settle_in_turn, Answer, FoundFile};
+use gaps::GapTable;
 use ids::IdList;
 pub use lazy::{LazyStats, Lister};
 use linked_in::NotLinkedIn;
 pub use locate::Located;
 pub use recent::RecentPaths;
+pub use resolve::{resolve, Hint, Reason, Resolved, PROBE};
 pub use sync::{SyncPolicy, SyncReport};
 
 use crate::scan::{Listing, ScanProblem};
@@ -75,19 +78,6 @@ pub type RootId = u32;
 struct Postings {
     rb: IdList,
     ext: IdList,
-}
-
-/// A *gap* at one directory prefix: the roots whose contents there are not (yet) known.
-#[derive(Default)]
-struct Gaps {
-    /// Blind spots: Ruby answers below them.
-    blind: IdList,
-    /// Deferred directories of roots scanned in this process.
-    deferred: IdList,
-    /// *Lifted deferrals*: cached roots whose directory here the snapshot records as deferred
-    /// but this process has listed since. The snapshot cannot be changed, so this masks its
-    /// record until the cache is written again.
-    lifted: IdList,
 }
 
 /// What a root is, and where its contents come from.
@@ -145,7 +135,7 @@ pub struct Index {
     rank: Vec<u32>,
     snapshot: Option<Snapshot>,
     features: FxHashMap<Box<[u8]>, Postings>,
-    gaps: FxHashMap<Box<[u8]>, Gaps>,
+    gaps: GapTable,
     dirty: bool,
     /// How to scan, list and revalidate, DLEXT included (given to [`Index::new`]).
     policy: SyncPolicy,
@@ -157,7 +147,7 @@ pub struct Index {
     /// Validated by listing: directories whose records carry another checkout's stamps that
     /// [`Index::confirm_missing`] found with the names listed, and the stamp it saw then and
     /// when (`find.rs`): a later miss there costs a `stat`, as after a listing of this process.
-    same_names: std::sync::Mutex<FxHashMap<(RootId, Vec<u8>), SeenAt>>,
+    same_names: FxHashMap<(RootId, Vec<u8>), SeenAt>,
 }
 
 /// A directory's stamp as seen, and when (ns since the epoch): a record of its own for

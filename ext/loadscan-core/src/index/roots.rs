@@ -101,12 +101,7 @@ impl Index {
                 Kind::Ext => p.ext.insert(id),
             }
         }
-        for b in &listing.blind {
-            self.gaps.entry(b.as_slice().into()).or_default().blind.insert(id);
-        }
-        for d in &listing.deferred {
-            self.gaps.entry(d.as_slice().into()).or_default().deferred.insert(id);
-        }
+        self.gaps.add(id, listing);
     }
 
     /// Drops what the overlay tables hold for a root (its listing, or what was listed lazily).
@@ -128,17 +123,7 @@ impl Index {
                 }
             }
         }
-        let prefixes = listing.blind.iter().chain(&listing.deferred).chain(listing.dirs.iter().map(|d| &d.rel));
-        for prefix in prefixes {
-            if let Some(g) = self.gaps.get_mut(prefix.as_slice()) {
-                g.blind.remove(id);
-                g.deferred.remove(id);
-                g.lifted.remove(id);
-                if g.blind.is_empty() && g.deferred.is_empty() && g.lifted.is_empty() {
-                    self.gaps.remove(prefix.as_slice());
-                }
-            }
-        }
+        self.gaps.forget(id, &listing);
     }
 
     /// Sets the load-path order (expanded entries; roots not added are treated as empty).

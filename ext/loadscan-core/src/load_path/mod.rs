@@ -40,7 +40,7 @@ pub trait Entries {
 
 /// Why [`ExpandedLoadPath::poll`] gave no entries.
 #[derive(Debug)]
-pub enum Polled<E> {
+pub enum SyncError<E> {
     /// The load path cannot be mirrored now (an entry with a NUL byte or a leading `~`): Ruby
     /// answers.
     Opaque,
@@ -67,7 +67,7 @@ pub struct ExpandedLoadPath {
     /// The expanded entries (Ruby skips empty ones; they are left out here too).
     expanded: Vec<PathBuf>,
     realpaths: RealPaths,
-    /// An element cannot be mirrored (see [`Polled::Opaque`]).
+    /// An element cannot be mirrored (see [`SyncError::Opaque`]).
     opaque: bool,
     /// Every element is to be expanded on the next poll, changed or not.
     fresh: bool,
@@ -96,22 +96,22 @@ impl ExpandedLoadPath {
     }
 
     /// Brings the expanded entries up to date with `source`. Returns `Some(entries)` when they
-    /// changed, [`Polled::Opaque`] when the load path cannot be mirrored (an entry Ruby itself
-    /// would choke on), and what asking an element failed with as [`Polled::Raised`]: every
+    /// changed, [`SyncError::Opaque`] when the load path cannot be mirrored (an entry Ruby itself
+    /// would choke on), and what asking an element failed with as [`SyncError::Raised`]: every
     /// element is then expanded again on the next poll, as Ruby does on its own next search.
-    pub fn poll<S: Entries>(&mut self, source: &mut S) -> Result<Option<&[PathBuf]>, Polled<S::Error>> {
+    pub fn poll<S: Entries>(&mut self, source: &mut S) -> Result<Option<&[PathBuf]>, SyncError<S::Error>> {
         let changed =
             if !self.fresh && source.is_unchanged() { self.expand_again(source) } else { self.expand_all(source) };
         let changed = changed.map_err(|e| {
             self.fresh = true;
             self.opaque = false;
-            Polled::Raised(e)
+            SyncError::Raised(e)
         })?;
         if changed {
             self.opaque = self.slots.iter().any(|s| s.expanded == Expanded::Opaque);
         }
         if self.opaque {
-            return Err(Polled::Opaque);
+            return Err(SyncError::Opaque);
         }
         if !changed {
             return Ok(None);

@@ -16,6 +16,8 @@ pub struct Timings {
     pub expand: Duration,
     /// Revalidating, scanning and ranking, over all syncs.
     pub sync: Duration,
+    /// The start: the cache read and the first sync ([`crate::Session::start`]).
+    pub setup: Duration,
 }
 
 /// What `require` was told, counted process-wide (a `static` of the binding's).
@@ -54,7 +56,7 @@ impl Counters {
         let counter = match answer {
             Resolved::Probe => &self.probes,
             Resolved::Defer(reason) => &self.deferred[*reason as usize],
-            Resolved::Missing => &self.misses,
+            Resolved::LoadError => &self.misses,
             Resolved::Path(_) | Resolved::Loaded => &self.hits,
         };
         counter.fetch_add(1, Ordering::Relaxed);
@@ -147,6 +149,7 @@ impl Stats {
             ("cache_load_ms", ms(self.timings.load)),
             ("expand_ms", ms(self.timings.expand)),
             ("sync_ms", ms(self.timings.sync)),
+            ("setup_ms", ms(self.timings.setup)),
             ("dirs_listed_lazily", Figure::Count(self.lazy.listed)),
             ("lazy_ms", ms(self.lazy.time)),
         ]
@@ -162,7 +165,7 @@ mod tests {
         let c = Counters::new();
         c.count(&Resolved::Path(b"/a.rb".to_vec()));
         c.count(&Resolved::Loaded);
-        c.count(&Resolved::Missing);
+        c.count(&Resolved::LoadError);
         c.count(&Resolved::Defer(Reason::BlindSpot));
         c.count_deferred(Reason::NotString);
         c.count(&Resolved::Probe);

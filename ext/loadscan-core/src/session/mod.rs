@@ -3,9 +3,10 @@
 //! the start and written on `save` (and the last boot's record beside it), the problems scans
 //! worked around (with how many were handed out for a warning), and the figures of
 //! `Loadscan.stats`. The binding holds one `Session` behind its lock and drives it exactly as
-//! the tests (`tests/session.rs`) do: `sync` with the Ruby array as the [`Entries`] source
-//! before each question, `find`, `save`, `record_last_boot`; blocking work runs through the
-//! [`Blocking`] it is given.
+//! the tests (`tests/session.rs`) do: [`Session::start`] (the cache dir opened once, the first
+//! sync), `sync` with the Ruby array as the [`Entries`] source before each question, `find`,
+//! and [`Session::finish`] at exit (the cache and the last boot's record, under the one rule of
+//! [`Session::writes`]); blocking work runs through the [`Blocking`] it is given.
 
 mod figures;
 mod last_boot;
@@ -19,7 +20,7 @@ pub use pending::Pending;
 
 use crate::blocking::Blocking;
 use crate::index::{Answer, Explanation, Index, Reason, SyncPolicy};
-use crate::load_path::{Entries, ExpandedLoadPath, Polled};
+use crate::load_path::{Entries, ExpandedLoadPath, SyncError};
 use crate::scan::{ProblemKind, ScanProblem};
 use crate::store::CacheFile;
 
@@ -34,6 +35,30 @@ pub struct Settings {
     pub policy: SyncPolicy,
     /// Where the cache lives, if anywhere.
     pub cache: Option<CacheFile>,
+    /// Read the cache, never write it nor the last boot's record (`readonly: true`); changed
+    /// later with [`Session::set_readonly`].
+    pub readonly: bool,
+}
+
+/// A session just started ([`Session::start`]), and what it found in the cache directory.
+pub struct Started {
+    /// The session, synced once with the load path.
+    pub session: Session,
+    /// Why an existing cache or its directory was not used (for one warning; then neither the
+    /// cache nor the record is written).
+    pub warning: Option<String>,
+    /// The last boot's record, read from the directory just opened (`None`: none, or not one to
+    /// trust; no warning, the command line's reading warns).
+    pub last_boot: Option<String>,
+}
+
+/// What [`Session::finish`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Finished {
+    /// What became of the cache.
+    pub saved: Saved,
+    /// Why this boot's record could not be written (one line for a warning).
+    pub unrecorded: Option<String>,
 }
 
 /// Something a scan worked around, as reported to Ruby.
@@ -69,11 +94,29 @@ pub enum Saved {
     Failed(String),
 }
 
+impl Saved {
+    /// Its name in the last boot's record (`"cache"`) and in Ruby (a Symbol).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Saved::Clean => "clean",
+            Saved::Written => "written",
+            Saved::Skipped => "skipped",
+            Saved::Failed(_) => "failed",
+        }
+    }
+}
+
 /// One process's index, cache and figures.
 pub struct Session {
     load_path: ExpandedLoadPath,
     index: Index,
     cache: Option<CacheFile>,
+    /// Whether the cache dir as opened may be written ([`crate::store::Opened::writable`]).
+    writable: bool,
+    /// Never written to in this process ([`Settings::readonly`], [`Session::set_readonly`]).
+    readonly: bool,
+    /// Its cache was deleted by this process ([`Session::clear`]): not written again.
+    cleared: bool,
     problems: Vec<Problem>,
     /// How many of `problems` were handed out for a warning already.
     reported: usize,
@@ -93,27 +136,49 @@ struct Figures {
 }
 
 impl Session {
-    /// Starts a session: reads the cache, if any. The warning is why an existing cache or its
-    /// directory was not used (then the cache is not written either).
-    pub fn start(settings: Settings, blocking: &impl Blocking) -> (Session, Option<String>) {
+    /// Starts a session: opens the cache directory once, reads the cache and the last boot's
+    /// record from it, then syncs with `$LOAD_PATH`, read from `source` (what that first sync
+    /// listed is the start's, not a rescan: [`Session::take_rescan`] does not see it). `Err`:
+    /// asking an element for its path failed ([`SyncError::Raised`]), for the caller to raise; a
+    /// load path that cannot be mirrored now ([`SyncError::Opaque`]) leaves the sync to the first
+    /// question.
+    pub fn start<S: Entries>(
+        settings: Settings,
+        source: &mut S,
+        blocking: &impl Blocking,
+    ) -> Result<Started, S::Error> {
         let started = Instant::now();
-        let Settings { policy, cache } = settings;
-        let (index, warning, cache) = match cache {
-            None => (Index::new(policy), None, None),
-            Some(cache) => {
-                let opened = blocking.run(|| cache.open());
-                let index = match opened.snapshot {
-                    Some(snapshot) => Index::from_snapshot(policy, snapshot),
-                    None => Index::new(policy),
-                };
-                (index, opened.warning, opened.writable.then_some(cache))
-            }
+        let Settings { policy, cache, readonly } = settings;
+        let opened = cache.as_ref().map(|c| blocking.run(|| c.open()));
+        let (snapshot, warning, writable, last_boot) = match opened {
+            None => (None, None, false, None),
+            Some(o) => (o.snapshot, o.warning, o.writable, o.last_boot),
+        };
+        let index = match snapshot {
+            Some(snapshot) => Index::from_snapshot(policy, snapshot),
+            None => Index::new(policy),
         };
         let figures =
             Figures { timings: Timings { load: started.elapsed(), ..Timings::default() }, ..Figures::default() };
-        let load_path = ExpandedLoadPath::default();
-        let session = Session { load_path, index, cache, problems: Vec::new(), reported: 0, rescan: None, figures };
-        (session, warning)
+        let mut session = Session {
+            load_path: ExpandedLoadPath::default(),
+            index,
+            cache,
+            writable,
+            readonly,
+            cleared: false,
+            problems: Vec::new(),
+            reported: 0,
+            rescan: None,
+            figures,
+        };
+        match session.sync(source, blocking) {
+            Ok(()) | Err(SyncError::Opaque) => {}
+            Err(SyncError::Raised(e)) => return Err(e),
+        }
+        session.rescan = None;
+        session.figures.timings.setup = started.elapsed();
+        Ok(Started { session, warning, last_boot })
     }
 
     /// Brings the session in line with `$LOAD_PATH`, read from `source`: expands what Ruby
@@ -121,13 +186,20 @@ impl Session {
     /// brings the index in line with them (scanning what it has not seen: see
     /// [`Session::take_rescan`]). A few field reads and [`Entries::is_unchanged`] when nothing
     /// changed, before every question. `Err`: the load path cannot be mirrored now
-    /// ([`Polled::Opaque`]: Ruby answers), or asking an element for its path failed
-    /// ([`Polled::Raised`]: for the caller to raise once it holds nothing of its own).
+    /// ([`SyncError::Opaque`]: Ruby answers), or asking an element for its path failed
+    /// ([`SyncError::Raised`]: for the caller to raise once it holds nothing of its own).
     #[inline]
-    pub fn sync<S: Entries>(&mut self, source: &mut S, blocking: &impl Blocking) -> Result<(), Polled<S::Error>> {
+    pub fn sync<S: Entries>(&mut self, source: &mut S, blocking: &impl Blocking) -> Result<(), SyncError<S::Error>> {
         if self.load_path.is_settled() && source.is_unchanged() {
             return Ok(());
         }
+        self.poll(source, blocking)
+    }
+
+    /// [`Session::sync`] once `$LOAD_PATH` may have changed: out of line, so that the check
+    /// before every question stays a few instructions wherever it is inlined.
+    #[inline(never)]
+    fn poll<S: Entries>(&mut self, source: &mut S, blocking: &impl Blocking) -> Result<(), SyncError<S::Error>> {
         let started = Instant::now();
         if self.load_path.poll(source)?.is_some() {
             self.sync_index(started.elapsed(), blocking);
@@ -173,9 +245,36 @@ impl Session {
         self.index.learn_not_linked_in(feature);
     }
 
-    /// Writes the cache if anything changed (roots off the load path as last synced age out).
+    /// The one rule for what a boot writes, its cache and its record alike: the cache dir it
+    /// was started with, as long as opening it allowed writing ([`crate::store::Opened::writable`]:
+    /// not refused, not another's file, not read-only to this user), the session is not
+    /// read-only, and its cache was not cleared in this process.
+    pub fn writes(&self) -> Option<&CacheFile> {
+        self.cache.as_ref().filter(|_| self.writable && !self.readonly && !self.cleared)
+    }
+
+    /// Read-only from now on (or not): a later setup's `readonly:`.
+    pub fn set_readonly(&mut self, readonly: bool) {
+        self.readonly = readonly;
+    }
+
+    /// The cache directory the session was started with, if any.
+    pub fn cache_dir(&self) -> Option<&std::path::Path> {
+        self.cache.as_ref().map(|c| c.dir.as_path())
+    }
+
+    /// Deletes the cache and the last boot's record in the session's cache dir
+    /// ([`CacheFile::clear`]); from now on the session writes neither (`rake loadscan:clear`
+    /// leaves the next boot a cold start).
+    pub fn clear(&mut self) -> Result<Vec<std::path::PathBuf>, String> {
+        self.cleared = true;
+        self.cache.as_ref().map_or(Ok(Vec::new()), CacheFile::clear)
+    }
+
+    /// Writes the cache if anything changed (roots off the load path as last synced age out),
+    /// where [`Session::writes`] allows.
     pub fn save(&mut self, blocking: &impl Blocking) -> Saved {
-        let Some(cache) = &self.cache else { return Saved::Skipped };
+        let Some(cache) = self.writes() else { return Saved::Skipped };
         if !self.index.is_dirty() {
             return Saved::Clean;
         }
@@ -211,18 +310,22 @@ impl Session {
         }
     }
 
-    /// Writes the last boot's record beside the cache: `extra`'s fields, then the figures of
-    /// [`Session::stats`] ([`Stats::last_boot_json`]). Nothing to do without a cache (none
-    /// configured, or refused at the start); the error is one line for a warning.
-    pub fn record_last_boot(
-        &self,
-        counters: &Counters,
-        extra: &[(String, Json)],
-        blocking: &impl Blocking,
-    ) -> Result<(), String> {
-        let Some(cache) = &self.cache else { return Ok(()) };
-        let json = self.stats(counters).last_boot_json(extra);
-        blocking.run(|| cache.record_last_boot(&json))
+    /// Ends the session's life (at exit): saves the cache ([`Session::save`]) and, when the
+    /// cache was written or is clean, records this boot beside it: `extra`'s fields, what the
+    /// cache did (`"cache"`), then the figures of [`Session::stats`] ([`Stats::last_boot_json`]).
+    /// Both under [`Session::writes`]: a read-only, cleared or refused cache dir gets neither.
+    pub fn finish(&mut self, counters: &Counters, extra: &[(String, Json)], blocking: &impl Blocking) -> Finished {
+        let saved = self.save(blocking);
+        let unrecorded = match (&saved, self.writes()) {
+            (Saved::Written | Saved::Clean, Some(cache)) => {
+                let mut fields = extra.to_vec();
+                fields.push(("cache".to_string(), Json::Str(saved.name().as_bytes().to_vec())));
+                let json = self.stats(counters).last_boot_json(&fields);
+                blocking.run(|| cache.record_last_boot(&json)).err()
+            }
+            _ => None,
+        };
+        Finished { saved, unrecorded }
     }
 
     /// Keeps problems for [`Session::problems`] and the next warning.
@@ -257,11 +360,6 @@ impl Session {
     /// Whether a rescan waits for [`Session::take_rescan`].
     pub fn has_rescan(&self) -> bool {
         self.rescan.is_some()
-    }
-
-    /// Forgets what syncs scanned so far (the caller reports the first sync itself).
-    pub fn forget_rescan(&mut self) {
-        self.rescan = None;
     }
 
     /// The figures of `Loadscan.stats`, with the require counters.

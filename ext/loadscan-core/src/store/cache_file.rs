@@ -5,7 +5,7 @@
 //! symlink followed, never a file replaced that is not loadscan's.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::names::{CACHE_FILE, CACHE_FILES, LAST_BOOT_FILE};
 use super::{bound_dead_roots, encode, CacheDir, DirError, LoadErrorKind, RootRecord, Snapshot};
@@ -37,30 +37,43 @@ pub struct Opened {
     /// over a file that is not a loadscan cache (the warning given is the only one), nor over a
     /// cache this user may read but not write (no warning: a read-only cache is one).
     pub writable: bool,
+    /// The last boot's record in the directory, when it holds one to trust (read as
+    /// [`CacheFile::read_last_boot`] reads it, UTF-8 text or none, silently).
+    pub last_boot: Option<String>,
 }
 
 impl CacheFile {
-    /// Opens the directory and reads the cache. A missing cache, or one written for another
+    /// The uid a cache dir and its files must belong to (root's are trusted too): this
+    /// process's effective uid, as Ruby's `Process.euid` says.
+    pub fn trusted_uid() -> u32 {
+        rustix::process::geteuid().as_raw()
+    }
+
+    /// Opens the directory and reads the cache and the last boot's record. A missing cache, or one written for another
     /// loadscan or Ruby (an upgrade), is no problem: the boot lists what it needs and the file
     /// is written at exit.
     pub fn open(&self) -> Opened {
-        let fresh = |warning: Option<String>, writable| Opened { snapshot: None, warning, writable };
+        let fresh = |warning: Option<String>, writable| Opened { snapshot: None, warning, writable, last_boot: None };
         let dir = match CacheDir::open(&self.dir, self.uid) {
             Ok(Some(dir)) => dir,
             // Created when the cache is first written.
             Ok(None) => return fresh(None, true),
-            Err(e) => return fresh(Some(self.not_using_dir(&e)), false),
+            Err(e) => return fresh(Some(not_using_dir(&e)), false),
         };
-        match dir.load(CACHE_FILE, &self.env) {
+        let opened = match dir.load(CACHE_FILE, &self.env) {
             // Read-only to this user (root's, for the app's user of a Docker image; a read-only
             // mount): used as it is, quietly, never written (nor the last boot's figures).
-            Ok(snapshot) => Opened { snapshot: Some(snapshot), warning: None, writable: dir.may_write(CACHE_FILE) },
+            Ok(snapshot) => {
+                Opened { snapshot: Some(snapshot), warning: None, writable: dir.may_write(CACHE_FILE), last_boot: None }
+            }
             Err(e) if matches!(e.kind(), LoadErrorKind::Missing | LoadErrorKind::Stale(_)) => fresh(None, true),
             Err(e) => match dir.replaceable(CACHE_FILE) {
                 Ok(true) => fresh(Some(format!("{e}; scanning instead")), true),
                 _ => fresh(Some(format!("{e}; scanning instead, not replacing it")), false),
             },
-        }
+        };
+        let last_boot = dir.read_small(LAST_BOOT_FILE, MAX_LAST_BOOT_LEN).ok().flatten();
+        Opened { last_boot: last_boot.and_then(|bytes| String::from_utf8(bytes).ok()), ..opened }
     }
 
     /// The oldest last use (seconds since the epoch) a root off the load path may have to be
@@ -113,9 +126,15 @@ impl CacheFile {
     /// warning, naming the file. The record is UTF-8 text (JSON) or refused here, the one place
     /// it is decoded: what reads it (a regex at setup, JSON for doctor) gets valid text or none.
     pub fn read_last_boot(&self) -> Result<Option<String>, String> {
-        let path = self.dir.join(LAST_BOOT_FILE);
+        Self::read_last_boot_in(&self.dir, self.uid)
+    }
+
+    /// [`CacheFile::read_last_boot`] in `dir`, trusted for `uid` (the command line's: no session,
+    /// no cache key needed).
+    pub fn read_last_boot_in(dir: &Path, uid: u32) -> Result<Option<String>, String> {
+        let path = dir.join(LAST_BOOT_FILE);
         let not_used = |why: String| Err(format!("{} is not used: {why}", path.display()));
-        let dir = match CacheDir::open(&self.dir, self.uid) {
+        let dir = match CacheDir::open(dir, uid) {
             Ok(Some(dir)) => dir,
             Ok(None) => return Ok(None),
             Err(e) => return not_used(e.kind().to_string()),
@@ -138,23 +157,29 @@ impl CacheFile {
     /// and returns the paths removed. A directory that fails the checks is left alone: the
     /// error says why.
     pub fn clear(&self) -> Result<Vec<PathBuf>, String> {
-        let dir = match CacheDir::open(&self.dir, self.uid) {
+        Self::clear_in(&self.dir, self.uid)
+    }
+
+    /// [`CacheFile::clear`] in `path`, trusted for `uid` (the command line's, the rake task's:
+    /// no session, no cache key needed).
+    pub fn clear_in(path: &Path, uid: u32) -> Result<Vec<PathBuf>, String> {
+        let dir = match CacheDir::open(path, uid) {
             Ok(Some(dir)) => dir,
             Ok(None) => return Ok(Vec::new()),
-            Err(e) => return Err(self.not_using_dir(&e)),
+            Err(e) => return Err(not_using_dir(&e)),
         };
         let mut removed = Vec::new();
         for name in CACHE_FILES {
             match dir.remove_file(name) {
-                Ok(true) => removed.push(self.dir.join(name)),
+                Ok(true) => removed.push(path.join(name)),
                 Ok(false) => {}
-                Err(e) => return Err(format!("could not remove {}: {e}", self.dir.join(name).display())),
+                Err(e) => return Err(format!("could not remove {}: {e}", path.join(name).display())),
             }
         }
         Ok(removed)
     }
+}
 
-    fn not_using_dir(&self, e: &DirError) -> String {
-        format!("not using the cache dir {e}; booting without a cache")
-    }
+fn not_using_dir(e: &DirError) -> String {
+    format!("not using the cache dir {e}; booting without a cache")
 }

@@ -1,6 +1,6 @@
 //! The names of the files loadscan keeps in a cache directory, and how each is recognised as
 //! loadscan's (the only files it ever replaces or deletes there). The one place they are
-//! spelled: Ruby gets them as `Loadscan::Native::CACHE_FILES`.
+//! spelled: Ruby gets them as `Loadscan::Native::CACHE_FILE` and `LAST_BOOT_FILE`.
 
 /// The cache file's name: one of loadscan's own, never one another tool may use (the name
 /// used before, `index`, became a victim's `.git/index` through a planted symlink). Old `index`

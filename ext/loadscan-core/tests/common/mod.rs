@@ -230,7 +230,7 @@ pub fn lazy_policy() -> SyncPolicy {
 pub fn answer(index: &mut Index, feature: &str) -> String {
     match index.find(feature.as_bytes(), &InPlace) {
         Ok(Answer { file: Some(file), .. }) => String::from_utf8(file.path).unwrap(),
-        Ok(Answer { file: None, .. }) | Err(Reason::Missing) => "missing".into(),
+        Ok(Answer { file: None, .. }) | Err(Reason::UnsureMiss) => "missing".into(),
         Err(_) => "unknown".into(),
     }
 }

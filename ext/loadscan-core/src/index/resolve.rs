@@ -20,8 +20,8 @@ pub enum Resolved {
     /// Stock Ruby would return `false` without loading anything (already loaded).
     Loaded,
     /// No entry has the feature, and none can have gained it since it was listed: stock Ruby
-    /// would search every entry and raise its `LoadError`.
-    Missing,
+    /// would search every entry and raise its `LoadError`: a *sure miss*.
+    LoadError,
     /// Ask Ruby's own `require`, for this reason.
     Defer(Reason),
     /// The feature was [`PROBE`]: the decorator is reached.
@@ -36,8 +36,8 @@ pub enum Reason {
     /// A path, not a feature to search for: absolute, `./`, `../`, `~`, empty, or with a NUL.
     NotFeature,
     /// No entry had it, but an application directory where it would be changed since it was
-    /// listed (Ruby searches, and finds it or raises its `LoadError`).
-    Missing,
+    /// listed (Ruby searches, and finds it or raises its `LoadError`). `:missing` to users.
+    UnsureMiss,
     /// A blind spot (unreadable directory, cut symlink loop, …) could change the answer.
     BlindSpot,
     /// Already loaded under another spelling, or being loaded right now: Ruby's own rules
@@ -53,7 +53,7 @@ impl Reason {
     pub const ALL: [Reason; 6] = [
         Reason::NotString,
         Reason::NotFeature,
-        Reason::Missing,
+        Reason::UnsureMiss,
         Reason::BlindSpot,
         Reason::Loaded,
         Reason::Unavailable,
@@ -64,7 +64,7 @@ impl Reason {
         match self {
             Reason::NotString => "not_string",
             Reason::NotFeature => "not_feature",
-            Reason::Missing => "missing",
+            Reason::UnsureMiss => "missing",
             Reason::BlindSpot => "blind_spot",
             Reason::Loaded => "loaded",
             Reason::Unavailable => "unavailable",
@@ -138,8 +138,8 @@ pub fn resolve<E>(
         (Some(false), _, Some(p)) => Resolved::Path(p),
         // No entry has it: Ruby's `LoadError`, unless its table of extensions without a file
         // may still provide it (then only Ruby's search can tell).
-        (Some(false), _, None) if maybe_linked_in => Resolved::Defer(Reason::Missing),
-        (Some(false), _, None) => Resolved::Missing,
+        (Some(false), _, None) if maybe_linked_in => Resolved::Defer(Reason::UnsureMiss),
+        (Some(false), _, None) => Resolved::LoadError,
         // Being loaded (by this thread: a circular require; or by another). For a bare feature
         // Ruby's own `require` then searches anyway (`rb_feature_p` gives no type for it) and
         // takes the load lock of the file its search finds: the same file the index found, so
@@ -231,11 +231,11 @@ mod tests {
             // Not provided: the file, or Ruby's LoadError for a sure miss.
             ("foo", at(Want::Bare, Kind::Rb), Ruby { feature: NOT, file: NOT }, path()),
             ("foo.so", at(Want::Ext, Kind::Ext), Ruby { feature: NOT, file: NOT }, path()),
-            ("foo", sure_miss(Want::Bare), Ruby { feature: NOT, file: NOT }, Resolved::Missing),
+            ("foo", sure_miss(Want::Bare), Ruby { feature: NOT, file: NOT }, Resolved::LoadError),
             // No entry has it and Ruby's table of extensions without a file may: Ruby searches,
             // unless it is provided already (`thread`, `fiber.so`: false, as Ruby answers first).
-            ("foo", maybe_linked_in(Want::Bare), Ruby { feature: NOT, file: NOT }, Resolved::Defer(Reason::Missing)),
-            ("foo.so", maybe_linked_in(Want::Ext), Ruby { feature: NOT, file: NOT }, Resolved::Defer(Reason::Missing)),
+            ("foo", maybe_linked_in(Want::Bare), Ruby { feature: NOT, file: NOT }, Resolved::Defer(Reason::UnsureMiss)),
+            ("foo.so", maybe_linked_in(Want::Ext), Ruby { feature: NOT, file: NOT }, Resolved::Defer(Reason::UnsureMiss)),
             ("thread", maybe_linked_in(Want::Bare), Ruby { feature: YES, file: NOT }, Resolved::Loaded),
             ("fiber.so", maybe_linked_in(Want::Ext), Ruby { feature: YES, file: NOT }, Resolved::Loaded),
             ("foo", maybe_linked_in(Want::Bare), Ruby { feature: LOADING, file: NOT }, Resolved::Defer(Reason::Loaded)),
@@ -259,7 +259,7 @@ mod tests {
             ("foo", sure_miss(Want::Bare), Ruby { feature: LOADING, file: NOT }, Resolved::Defer(Reason::Loaded)),
             // What the index could not settle goes to Ruby, whatever Ruby has loaded.
             ("foo", Err(Reason::BlindSpot), Ruby { feature: YES, file: YES }, Resolved::Defer(Reason::BlindSpot)),
-            ("foo", Err(Reason::Missing), Ruby { feature: NOT, file: NOT }, Resolved::Defer(Reason::Missing)),
+            ("foo", Err(Reason::UnsureMiss), Ruby { feature: NOT, file: NOT }, Resolved::Defer(Reason::UnsureMiss)),
         ];
         for (feature, found, ruby, expected) in table {
             let label = format!("{feature} {found:?} {ruby:?}");
