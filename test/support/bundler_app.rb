@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "ruby_process"
+require_relative "../../fixtures/rails_app"
 require "rbconfig"
 require "tmpdir"
 require "fileutils"
@@ -27,6 +28,8 @@ module Loadscan
       # under Bundler they load only when the Gemfile names them, so there the apps' Gemfiles do,
       # as a user's must (shared/rubies/README.md). 3.4 has them as bundled gems.
       UNBUNDLED_IN_34 = %w[base64 bigdecimal mutex_m drb].freeze
+      # And what 4.0 moved out (bin/setup installs them into a Ruby built without its bundled gems).
+      UNBUNDLED_IN_40 = %w[logger benchmark ostruct].freeze
       # What bin/setup-rails-gems built for this Ruby (a GEM_HOME per Ruby; `.complete` when done).
       BUILT_GEMS = File.join(ENV["LOADSCAN_GEM_CACHE"] || File.join(ENV["XDG_CACHE_HOME"] || File.join(Dir.home, ".cache"),
                                                                      "loadscan", "rails-gems"),
@@ -42,6 +45,11 @@ module Loadscan
       def built_gems?
         File.file?(File.join(BUILT_GEMS, ".complete"))
       end
+
+      # The pure-Ruby gems an app of this Ruby sees: Debian's own for Debian's Ruby; elsewhere sid's,
+      # which bin/setup-rails-gems unpacks (Debian 12's mini_portile2 is older than the nokogiri
+      # built there needs).
+      def pure_gems = debian_ruby? ? DEBIAN_GEMS : Fixtures::RailsApp.pure
 
       # A Ruby bin/setup-rails-gems builds for (/opt/rubies/ruby-X.Y.Z): there, Rails tests that
       # find no gems fail rather than skip.
@@ -65,12 +73,15 @@ module Loadscan
       end
 
       # What every process of an app needs in its environment: this Ruby's tools first on PATH,
-      # and on a non-Debian Ruby, the gems built for it and Debian's pure-Ruby gems on GEM_PATH.
+      # and on a non-Debian Ruby, the gems built for it and sid's pure-Ruby gems on GEM_PATH.
+      # The lock has no CHECKSUMS section (Bundler 4 writes one by default, with empty entries
+      # for gems installed without their .gem file, as all of these are, which frozen mode rejects).
       def env(app)
         env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile"), "PATH" => "#{BINDIR}:#{ENV.fetch("PATH")}",
-                "RUBYOPT" => nil, "RUBYLIB" => nil, "BUNDLE_FROZEN" => "true", "BUNDLE_APP_CONFIG" => File.join(app, ".bundle") }
+                "RUBYOPT" => nil, "RUBYLIB" => nil, "BUNDLE_FROZEN" => "true", "BUNDLE_APP_CONFIG" => File.join(app, ".bundle"),
+                "BUNDLE_LOCKFILE_CHECKSUMS" => "false" }
         unless debian_ruby?
-          env["GEM_PATH"] = [Gem.default_dir, (BUILT_GEMS if built_gems?), DEBIAN_GEMS].compact.join(File::PATH_SEPARATOR)
+          env["GEM_PATH"] = [Gem.default_dir, (BUILT_GEMS if built_gems?), pure_gems].compact.join(File::PATH_SEPARATOR)
         end
         env
       end
@@ -83,7 +94,8 @@ module Loadscan
       def rails_gems = %w[rails sqlite3 puma listen bootsnap]
 
       def unbundled_gems
-        Gem::Version.new(RUBY_VERSION) >= Gem::Version.new("3.4") ? UNBUNDLED_IN_34 : []
+        version = Gem::Version.new(RUBY_VERSION)
+        (version >= Gem::Version.new("3.4") ? UNBUNDLED_IN_34 : []) + (version >= Gem::Version.new("4.0") ? UNBUNDLED_IN_40 : [])
       end
 
       # Writes a Gemfile (`gems`, those this Ruby unbundled, plus loadscan from this checkout, as
