@@ -12,7 +12,7 @@ require_relative "../ext/loadscan/cargo_build"
 module NativeGem
   ROOT = File.expand_path("..", __dir__)
   # The x86_64 matrix: each Ruby's bin dir (LOADSCAN_NATIVE_RUBIES, colon-separated, to override);
-  # Ruby 4.0 where one was built by hand (README, "Rubies").
+  # Ruby 4.0 where one was built by hand (CONTRIBUTING.md, "The matrix").
   RUBIES = ENV.fetch("LOADSCAN_NATIVE_RUBIES") do
     ["/usr/bin", "/opt/rubies/ruby-3.3.8/bin", "/opt/rubies/ruby-3.4.5/bin",
      *Dir["/opt/rubies/ruby-4.0.2/bin"].select { |bin| File.executable?(File.join(bin, "ruby")) }].join(":")
