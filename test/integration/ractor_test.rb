@@ -11,8 +11,6 @@ require_relative "../test_helper"
 class RactorTest < Minitest::Test
   SETUP = Loadscan::TestSupport::RubyProcess::SETUP
   FORWARDS = RUBY_VERSION >= "3.4" # a non-main Ractor's require runs on the main Ractor
-  # A Ractor's result: Ractor#value from 4.0, which removed #take.
-  RESULT = Ractor.method_defined?(:value) ? "value" : "take"
 
   FILES = [["a/main_one.rb", "$main_one = :a"], ["a/in_ractor.rb", "IN_RACTOR = :a"],
            ["b/in_ractor.rb", "IN_RACTOR = :b"], ["b/later.rb", "LATER = :b"]].freeze
@@ -23,7 +21,7 @@ class RactorTest < Minitest::Test
     <<~RUBY
       Warning[:experimental] = false
       $LOAD_PATH.unshift(#{"#{dir}/a".inspect}, #{"#{dir}/b".inspect})
-      Ractor.new { :first }.#{RESULT} if #{before}
+      Ractor.new { :first }.#{RACTOR_VALUE} if #{before}
       require #{SETUP.inspect} unless ENV["LOADSCAN_TEST_STOCK"]
       def try
         yield
@@ -40,7 +38,7 @@ class RactorTest < Minitest::Test
         end
         [try { require "in_ractor" }, try { require "in_ractor" }, try { require "ractor_missing" },
          try { Kernel.require "later" }, try { defined?(IN_RACTOR) && IN_RACTOR }]
-      end.#{RESULT}
+      end.#{RACTOR_VALUE}
       hits = defined?(Loadscan) && Loadscan.stats[:hits] - hits
       after = [try { require "in_ractor" }, defined?(IN_RACTOR) && IN_RACTOR, defined?(LATER) && LATER]
       report("main" => main, "ractor" => ractor, "after" => after, "loaded_features" => $LOADED_FEATURES.dup,

@@ -237,7 +237,7 @@ class RobustnessTest < Minitest::Test
       code = <<~RUBY
         $LOAD_PATH.unshift(#{"#{dir}/a".inspect})
         Warning[:experimental] = false
-        r = Ractor.new { begin; require "in_ractor"; rescue Exception => e; e.class.name; end }.take
+        r = Ractor.new { begin; require "in_ractor"; rescue Exception => e; e.class.name; end }.#{RACTOR_VALUE}
         report("r" => r, "const" => defined?(IN_RACTOR) && IN_RACTOR)
       RUBY
       assert_same_as_stock(code, ruby_opts: ["--disable-gems"])
