@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require_relative "ruby_process"
-require_relative "../../fixtures/rails_app"
 require "rbconfig"
 require "tmpdir"
 require "fileutils"
@@ -46,11 +45,6 @@ module Loadscan
         File.file?(File.join(BUILT_GEMS, ".complete"))
       end
 
-      # The pure-Ruby gems an app of this Ruby sees: Debian's own for Debian's Ruby; elsewhere sid's,
-      # which bin/setup-rails-gems unpacks (Debian 12's mini_portile2 is older than the nokogiri
-      # built there needs).
-      def pure_gems = debian_ruby? ? DEBIAN_GEMS : Fixtures::RailsApp.pure
-
       # A Ruby bin/setup-rails-gems builds for (/opt/rubies/ruby-X.Y.Z): there, Rails tests that
       # find no gems fail rather than skip.
       def built_gems_expected?
@@ -73,7 +67,7 @@ module Loadscan
       end
 
       # What every process of an app needs in its environment: this Ruby's tools first on PATH,
-      # and on a non-Debian Ruby, the gems built for it and sid's pure-Ruby gems on GEM_PATH.
+      # and on a non-Debian Ruby, the gems built for it and Debian's pure-Ruby gems on GEM_PATH.
       # The lock has no CHECKSUMS section (Bundler 4 writes one by default, with empty entries
       # for gems installed without their .gem file, as all of these are, which frozen mode rejects).
       def env(app)
@@ -81,7 +75,7 @@ module Loadscan
                 "RUBYOPT" => nil, "RUBYLIB" => nil, "BUNDLE_FROZEN" => "true", "BUNDLE_APP_CONFIG" => File.join(app, ".bundle"),
                 "BUNDLE_LOCKFILE_CHECKSUMS" => "false" }
         unless debian_ruby?
-          env["GEM_PATH"] = [Gem.default_dir, (BUILT_GEMS if built_gems?), pure_gems].compact.join(File::PATH_SEPARATOR)
+          env["GEM_PATH"] = [Gem.default_dir, (BUILT_GEMS if built_gems?), DEBIAN_GEMS].compact.join(File::PATH_SEPARATOR)
         end
         env
       end
