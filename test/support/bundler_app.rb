@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "ruby_process"
+require_relative "../../fixtures/rails_app"
 require "rbconfig"
 require "tmpdir"
 require "fileutils"
@@ -67,18 +68,22 @@ module Loadscan
       end
 
       # What every process of an app needs in its environment: this Ruby's tools first on PATH,
-      # and on a non-Debian Ruby, the gems built for it and Debian's pure-Ruby gems on GEM_PATH.
-      # The lock has no CHECKSUMS section (Bundler 4 writes one by default, with empty entries
-      # for gems installed without their .gem file, as all of these are, which frozen mode rejects).
+      # and on a non-Debian Ruby, gem_path as GEM_PATH. The lock has no CHECKSUMS section (Bundler 4
+      # writes one by default, with empty entries for gems installed without their .gem file, as all
+      # of these are, which frozen mode rejects).
       def env(app)
         env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile"), "PATH" => "#{BINDIR}:#{ENV.fetch("PATH")}",
                 "RUBYOPT" => nil, "RUBYLIB" => nil, "BUNDLE_FROZEN" => "true", "BUNDLE_APP_CONFIG" => File.join(app, ".bundle"),
                 "BUNDLE_LOCKFILE_CHECKSUMS" => "false" }
-        unless debian_ruby?
-          env["GEM_PATH"] = [Gem.default_dir, (BUILT_GEMS if built_gems?), DEBIAN_GEMS].compact.join(File::PATH_SEPARATOR)
-        end
+        env["GEM_PATH"] = gem_path.join(File::PATH_SEPARATOR) unless debian_ruby?
         env
       end
+
+      # A non-Debian Ruby's gem dirs: its own, then the Rails stack bin/setup-rails-gems made for
+      # it (its native gems, nokogiri 1.19 and sqlite3 among them, and sid's pure-Ruby gems,
+      # which nokogiri's mini_portile2 comes from: Fixtures::RailsApp), or without it Debian
+      # 12's pure-Ruby gems.
+      def gem_path = built_gems? ? [Gem.default_dir, BUILT_GEMS, Fixtures::RailsApp.pure] : [Gem.default_dir, DEBIAN_GEMS]
 
       def gems
         debian_ruby? || built_gems? ? COMMON_GEMS + NATIVE_GEMS : COMMON_GEMS

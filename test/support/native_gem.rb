@@ -30,8 +30,7 @@ module Loadscan
 
       # The environment of every process that uses GEM_HOME `home`: no Rust anywhere.
       def no_rust_env(home)
-        built = BundlerApp::BUILT_GEMS if BundlerApp.built_gems? # the app's nokogiri and sqlite3 on 3.3 and 3.4
-        { "GEM_HOME" => home, "GEM_PATH" => [home, *Gem.default_path, built, BundlerApp::DEBIAN_GEMS].compact.uniq.join(":"),
+        { "GEM_HOME" => home, "GEM_PATH" => [home, *Gem.default_path, *BundlerApp.gem_path].uniq.join(":"),
           "PATH" => NO_RUST_PATH, "LIBCLANG_PATH" => nil, "CARGO" => nil, "RUSTC" => nil, "CARGO_TARGET_DIR" => nil }
       end
 
