@@ -3,9 +3,9 @@
 require_relative "../test_helper"
 require_relative "../support/rails_app"
 
-# `rake loadscan:clear` and `tmp:clear` in a real Rails app (Rails 8.1 from `rails new` on 3.3 and
-# 3.4, Rails 6.1 on 3.1: test/support/rails_app.rb), with loadscan in the Gemfile as the README
-# says: `require: "loadscan/railtie"`.
+# `rake loadscan:clear` and `tmp:clear` in a real Rails app (Rails 7.2 from `rails new` on 3.3 and
+# 3.4, Rails 6.1 on Debian's 3.1: test/support/rails_app.rb), with loadscan in the Gemfile as the
+# README says: `require: "loadscan/railtie"`.
 class RailsTasksTest < Minitest::Test
   App = Loadscan::TestSupport::RailsApp
   include App::NeedsRails

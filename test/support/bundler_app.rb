@@ -59,7 +59,7 @@ module Loadscan
         built_gems? && !Dir[File.join(BUILT_GEMS, "specifications", "#{name}-[0-9]*.gemspec")].empty?
       end
 
-      # Why this Ruby has no Rails 6.1 app here (Debian's Ruby only: other Rubies boot Rails 8.1,
+      # Why this Ruby has no Rails 6.1 app here (Debian's Ruby only: other Rubies boot Rails 7.2,
       # test/support/rails_app.rb), or nil when it has one.
       def no_rails
         return "Debian's Rails 6.1 is for Debian's Ruby only" unless debian_ruby?

@@ -62,7 +62,9 @@ module Loadscan
 
       # The gem dirs `homes` (GEM_HOMEs, Ruby's own gem dir among them) hard-linked into
       # `bundle`/ruby/<ABI>, as `bundle install` with BUNDLE_PATH=`bundle` lays them out; only
-      # directories are new (readable by all), no file is changed. Returns that dir.
+      # directories are new (readable by all), no file is changed, but for the executables'
+      # wrappers `bundle install` writes and a home lacks (Debian's unpacked gems have none:
+      # Bootsnap's `bootsnap`, the Dockerfile's precompile step). Returns that dir.
       def install_gems(bundle, homes)
         dir = File.join(bundle, "ruby", RbConfig::CONFIG["ruby_version"])
         homes.each do |home|
@@ -75,8 +77,29 @@ module Loadscan
           FileUtils.mkdir_p(File.join(dir, "specifications"))
           Dir[File.join(home, "specifications", "*.gemspec")].each { |spec| FileUtils.ln(spec, File.join(dir, "specifications"), force: true) }
         end
+        write_wrappers(dir)
         system("find", bundle, "-type", "d", "-exec", "chmod", "755", "{}", "+", exception: true)
         dir
+      end
+
+      # In `dir`/bin, a wrapper as RubyGems writes it for each executable of the gems in `dir`
+      # that has none.
+      def write_wrappers(dir)
+        Dir[File.join(dir, "specifications", "*.gemspec")].each do |path|
+          spec = Gem::Specification.load(path) or next
+          spec.executables.each do |exe|
+            wrapper = File.join(dir, "bin", exe)
+            next if File.exist?(wrapper)
+
+            FileUtils.mkdir_p(File.dirname(wrapper))
+            File.write(wrapper, <<~RUBY)
+              #!#{RbConfig.ruby}
+              require "rubygems"
+              load Gem.activate_bin_path(#{spec.name.inspect}, #{exe.inspect}, ">= 0.a")
+            RUBY
+            File.chmod(0o755, wrapper)
+          end
+        end
       end
 
       # The final stage's `COPY --from=build`: the same paths, new files (new inodes; mtimes

@@ -8,50 +8,57 @@ require_relative "../../fixtures/rails_app"
 module Loadscan
   module TestSupport
     # The Rails app the Rails tests boot on the Ruby running them: on Ruby 3.2 and newer (3.3 and
-    # 3.4 here) a Rails 8.1 app made by `rails _8.1.3.1_ new` from the gem set bin/setup-rails-gems
-    # installs (../shared/gems/README.md), with Bootsnap as the generator wires it and loadscan set
-    # up by Loadscan::Installer (what `loadscan install` writes); on Debian's 3.1, the Rails 6.1 app
-    # of BundlerApp (Debian's gems), while 3.1 is in the matrix.
+    # 3.4 here) the Rails 7.2 app `rails new` makes from Debian sid's stack (Fixtures::RailsApp,
+    # which bin/setup-rails-gems installs), with Bootsnap as the generator wires it where the
+    # stack has it (3.3: Bootsnap 1.26.1) and loadscan set up by Loadscan::Installer (what
+    # `loadscan install` writes); on Debian's 3.1, the Rails 6.1 app of BundlerApp (Debian
+    # bookworm's gems). Rails 7.2 does not resolve there from Debian's archive: sid's
+    # activestorage 7.2.4 asks for marcel >= 2, whose only package (sid's 2.1.0) needs Ruby 3.3.
     #
-    # The Rails 8.1 app is generated, given a few models, controllers and tests (RailsApp::Files),
-    # locked offline and its databases prepared once per test run per Ruby (about 10 s); each test
-    # gets a copy of it (`app`).
+    # Either app is generated, given a few models, controllers and tests (RailsApp::Files),
+    # locked offline and its databases prepared once per test run per Ruby (about 15 s); each
+    # test gets a copy of it (`app`).
     module RailsApp
       VERSION = Fixtures::RailsApp::RAILS
-      # The README's flags: `--minimal`'s skips, less --skip-bootsnap (which --minimal implies).
-      NEW_FLAGS = Fixtures::RailsApp::SKIPS
-      # The gem set (its SHA256SUMS), and where bin/setup-rails-gems installed it for this Ruby
-      # (`.complete` holds the SHA256SUMS it was installed from).
-      GEM_SET = File.expand_path("../shared/gems", ROOT)
-      GEMS = Fixtures::RailsApp.home
-      # Production's database (the generated database.yml names none: no Kamal, no Solid).
+      # Production's database on Rails 7.2 (the generated database.yml names none).
       PRODUCTION = { "RAILS_ENV" => "production", "DATABASE_URL" => Fixtures::RailsApp::PRODUCTION_DB }.freeze
+      # What a stock boot adds to its environment: Bootsnap's load-path cache off, as loadscan/setup
+      # turns it off where it is engaged (config/boot.rb requires it before bootsnap/setup), so
+      # that the stock boot's `require` is Ruby's own beside the same compile cache.
+      STOCK = { "DISABLE_BOOTSNAP_LOAD_PATH_CACHE" => "1" }.freeze
+      # Ruby code for the boots' reports: whether Bootsnap's compile cache is on, i.e. has a cache
+      # dir (Bootsnap 1.26 puts its InstructionSequence hook in place whenever it is loaded, set up or not).
+      ISEQ_CACHE = "!!(defined?(Bootsnap::CompileCache::ISeq) && Bootsnap::CompileCache::ISeq.cache_dir)"
 
       module_function
 
-      # Whether this Ruby runs the Rails 8.1 app (Rails 8.1 needs Ruby 3.2).
-      def rails81? = Gem::Version.new(RUBY_VERSION) >= Gem::Version.new("3.2")
+      # Whether this Ruby runs the Rails 7.2 app: Debian sid's stack needs Ruby 3.2 (zeitwerk 2.8,
+      # nokogiri 1.19, sqlite3 2.9, minitest 6).
+      def rails72? = Gem::Version.new(RUBY_VERSION) >= Gem::Version.new("3.2")
+
+      # The Rails series this Ruby's app runs ("7.2", or Debian bookworm's "6.1").
+      def series = rails72? ? VERSION[/\A\d+\.\d+/] : "6.1"
+
+      # Whether this Ruby's stack has Bootsnap: sid's Bootsnap 1.26.1 is built for Ruby 3.3's
+      # ABI; Debian's Ruby has bookworm's (1.13). Elsewhere the app is made with --skip-bootsnap.
+      def bootsnap_stack? = rails72? ? RbConfig::CONFIG["ruby_version"] == "3.3.0" : BundlerApp.debian_ruby?
 
       # Why this Ruby has no Rails app here, or nil when it has one.
-      def no_rails
-        return BundlerApp.no_rails unless rails81?
-        return "no Rails #{VERSION} gem set for Ruby #{RUBY_VERSION} in #{GEMS} (bin/setup installs it)" unless File.file?(complete)
+      def no_rails = rails72? ? Fixtures::RailsApp.missing : BundlerApp.no_rails
 
-        sums = File.join(GEM_SET, "SHA256SUMS")
-        return nil if !File.file?(sums) || File.read(complete) == File.read(sums).sub(/\n+\z/, "") # as $(cat) reads it
+      # What the app's processes get on top of BundlerApp.env: on Rails 7.2 its GEM_PATH (this
+      # Ruby's native gems, Ruby's own gems, sid's pure-Ruby ones) in place of Debian's gems, and
+      # nio4r pure. Development's database is the generated one; production's is PRODUCTION.
+      def env_overrides
+        return {} unless rails72?
 
-        "the Rails #{VERSION} gem set in #{GEMS} is not the one in #{GEM_SET} (bin/setup installs it again)"
+        Fixtures::RailsApp.env(ROOT).slice("GEM_PATH", "NIO4R_PURE", "NOKOGIRI_USE_SYSTEM_LIBRARIES")
       end
 
-      def complete = File.join(GEMS, ".complete")
-
-      # What the app's processes get on top of BundlerApp.env: the gem set, Ruby's own gems (its
-      # default and bundled gems) and sqlite3 on GEM_PATH, in place of Debian's gems.
-      def env_overrides = rails81? ? { "GEM_PATH" => gem_path.join(File::PATH_SEPARATOR) } : {}
-
-      def gem_path = Fixtures::RailsApp.gem_dirs
-
       def env(app) = BundlerApp.env(app).merge(env_overrides)
+
+      # The environment of production's boots.
+      def production = rails72? ? PRODUCTION : { "RAILS_ENV" => "production" }
 
       # BundlerApp.boot with this app's environment.
       def boot(app, cmd, env: {}, **opts) = BundlerApp.boot(app, cmd, env: env_overrides.merge(env), **opts)
@@ -59,7 +66,6 @@ module Loadscan
       # A copy of this Ruby's test app in dir/railsapp (nil where there is none): each test that
       # boots it writes its own log/, tmp/ and databases.
       def app(dir)
-        return BundlerApp.rails_app(dir) unless rails81?
         return nil if no_rails
 
         FileUtils.cp_r(template, File.join(dir, "railsapp"), preserve: true)
@@ -67,35 +73,36 @@ module Loadscan
       end
 
       # The app as `rails new` generates it (nil where this Ruby has none), in dir/railsapp; on
-      # Rails 8.1 with its Dockerfile when `docker: true`.
+      # Rails 7.2 with its Dockerfile when `docker: true`.
       def rails_new(dir, docker: false)
-        return BundlerApp.rails_new(dir) unless rails81?
         return nil if no_rails
+        return BundlerApp.rails_new(dir) unless rails72?
 
-        # The gem set's `rails` binstub, which picks the version named as `_X_`.
-        rails = [RbConfig.ruby, File.join(GEMS, "bin", "rails"), "_#{VERSION}_"]
-        flags = docker ? NEW_FLAGS - %w[--skip-docker] : NEW_FLAGS
-        run = RubyProcess.run_ruby(command: rails + ["new", "railsapp", *flags], env: env(dir).merge("BUNDLE_GEMFILE" => nil),
-                                   chdir: dir, timeout: 600)
-        raise "rails new failed:\n#{run.stdout}#{run.stderr}" unless run.success?
-
-        File.join(dir, "railsapp")
+        Fixtures::RailsApp.rails_new(File.join(dir, "railsapp"), docker: docker)
       end
 
-      # The Rails 8.1 app every copy is made from: generated once per run, removed after it.
+      # The app every copy is made from: generated once per run, removed after it.
       def template
         @template ||= begin
-          dir = File.realpath(Dir.mktmpdir("loadscan-rails81"))
+          dir = File.realpath(Dir.mktmpdir("loadscan-rails#{series.delete(".")}"))
           Minitest.after_run { FileUtils.rm_rf(dir) }
-          prepare(rails_new(dir))
+          rails72? ? prepare(Fixtures::RailsApp.generate(out: File.join(dir, "railsapp"))[:root]) : prepare61(BundlerApp.rails_app(dir))
         end
       end
 
-      # loadscan in the Gemfile (from this checkout; the railtie, as `loadscan install` adds it)
-      # and in config/boot.rb (`loadscan install`'s edit, left out when LOADSCAN_TEST_STOCK is set);
-      # the app's own code and tests; the lock; the development and production databases.
+      # Rails 7.2's parallel testing calls Minitest.run_one_method, which minitest 6 (sid's, that
+      # Debian's activesupport 7.2.4 accepts) no longer has: its forked workers die and `bin/rails
+      # test` waits for them for ever. The app's tests take the minitest 5 Ruby bundles, as a user
+      # of this stack must.
+      MINITEST_5 = %(gem "minitest", "~> 5.20" # Rails 7.2's parallel testing calls Minitest.run_one_method (gone in 6)\n)
+
+      # Rails 7.2's app: loadscan in the Gemfile (from this checkout; the railtie, as `loadscan
+      # install` adds it) and in config/boot.rb (`loadscan install`'s edit, left out when
+      # LOADSCAN_TEST_STOCK is set), minitest 5; the app's own code and tests; the lock; the
+      # development and production databases.
       def prepare(app)
-        File.write(File.join(app, "Gemfile"), %(gem "loadscan", path: #{ROOT.inspect}, require: "loadscan/railtie"\n), mode: "a")
+        File.write(File.join(app, "Gemfile"), %(gem "loadscan", path: #{ROOT.inspect}, require: "loadscan/railtie"\n#{MINITEST_5}),
+                   mode: "a")
         installer = Loadscan::Installer.new(app)
         installer.write(installer.changes)
         boot = File.join(app, "config", "boot.rb")
@@ -104,9 +111,20 @@ module Loadscan
         raise "loadscan install wrote no #{line}:\n#{installed}" unless installed.include?("#{line}\n")
 
         File.write(boot, installed.sub("#{line}\n", %(#{line} unless ENV["LOADSCAN_TEST_STOCK"]\n)))
-        Files.write(app)
+        Files.write(app, series)
         BundlerApp.bundle_lock(app, env_overrides)
-        [{}, PRODUCTION].each { |db_env| rails!(app, "db:prepare", env: db_env) }
+        prepare_databases(app)
+      end
+
+      # Debian's Rails 6.1 app (BundlerApp.rails_app: loadscan set up as the README says, Bootsnap's
+      # compile cache beside it when LOADSCAN_TEST_BOOTSNAP is set) with the same code and tests.
+      def prepare61(app)
+        Files.write(app, series)
+        prepare_databases(app)
+      end
+
+      def prepare_databases(app)
+        [{}, production].each { |db_env| rails!(app, "db:prepare", env: db_env) }
         FileUtils.rm_rf(File.join(app, "tmp", "cache", "bootsnap")) # a copy starts with no compile cache
         app
       end
@@ -131,17 +149,12 @@ module Loadscan
           skip reason
         end
 
-        # Rails 8.1's gem set has Bootsnap; Debian's Ruby has Debian's.
+        # Where the stack has Bootsnap (RailsApp.bootsnap_stack?: the tests that need it are
+        # defined there only), it must be installed.
         def bootsnap!
-          return if RailsApp.rails81? || BundlerApp.gem?("bootsnap")
+          return if RailsApp.rails72? ? Fixtures::RailsApp.bootsnap? : BundlerApp.gem?("bootsnap")
 
-          flunk "Debian's bootsnap is not installed: run bin/setup" if BundlerApp.debian_ruby?
-          skip "no Bootsnap for Ruby #{RUBY_VERSION}"
-        end
-
-        # What only the Rails 8.1 app has (forked test workers, Puma in cluster mode).
-        def rails81!
-          skip "Rails #{VERSION} needs Ruby 3.2: on #{RUBY_VERSION}, Debian's Rails 6.1 is booted" unless RailsApp.rails81?
+          flunk "Bootsnap is not installed for Ruby #{RUBY_VERSION}: run bin/setup"
         end
       end
     end

@@ -3,7 +3,7 @@
 module Loadscan
   module TestSupport
     module RailsApp
-      # What the Rails 8.1 test app holds besides what `rails new` generated: a model with its
+      # What the Rails test app holds besides what `rails new` generated: a model with its
       # table, a controller, their tests (run in 2 forked workers), a probe of the process that
       # answers (WorkerProbe: its pid and parent's, and what a require it makes then does),
       # routed at /probe for the server test, and Puma in cluster mode with the app preloaded.
@@ -14,7 +14,7 @@ module Loadscan
 
         ADDED = {
           "db/migrate/20260101000000_create_widgets.rb" => <<~RUBY,
-            class CreateWidgets < ActiveRecord::Migration[8.1]
+            class CreateWidgets < ActiveRecord::Migration[SERIES]
               def change
                 create_table :widgets do |t|
                   t.string :name, null: false
@@ -39,7 +39,7 @@ module Loadscan
               end
             end
           RUBY
-          # Not an ApplicationController: its allow_browser turns away Net::HTTP's user agent.
+          # Not an ApplicationController: Rails 7.2's allow_browser turns away Net::HTTP's user agent.
           "app/controllers/probe_controller.rb" => <<~RUBY,
             class ProbeController < ActionController::Base
               def show
@@ -122,11 +122,11 @@ module Loadscan
         }.freeze
 
         # The generated test_helper.rb's line, and what replaces it: 2 workers whatever the number
-        # of tests (Rails runs fewer than 50 in one process), each recording WorkerProbe into
-        # LOADSCAN_TEST_WORKERS once forked.
+        # of tests (Rails 7 runs fewer than 50 in one process; 6.1 has no threshold), each
+        # recording WorkerProbe into LOADSCAN_TEST_WORKERS once forked.
         PARALLELIZE = "parallelize(workers: :number_of_processors)\n"
         PARALLELIZE_2 = <<~RUBY
-          parallelize(workers: 2, threshold: 0)
+          parallelize(workers: 2THRESHOLD)
               parallelize_setup do |worker|
                 dir = ENV["LOADSCAN_TEST_WORKERS"]
                 File.binwrite(File.join(dir, "worker-\#{worker}"), Marshal.dump(WorkerProbe.call)) if dir
@@ -135,16 +135,23 @@ module Loadscan
 
         module_function
 
-        def write(app)
+        # Where WorkerProbe goes: lib/, which Rails 7.1 and later autoload and eager load
+        # (`config.autoload_lib` in the generated config); on 6.1, app/lib/, as every directory of app/.
+        def probe_path(series) = Gem::Version.new(series) >= Gem::Version.new("7.1") ? "lib/worker_probe.rb" : "app/lib/worker_probe.rb"
+
+        # Writes them into the app of Rails `series` ("7.2", "6.1").
+        def write(app, series)
           ADDED.each do |path, text|
+            path = probe_path(series) if path == "lib/worker_probe.rb"
             FileUtils.mkdir_p(File.dirname(File.join(app, path)))
-            File.write(File.join(app, path), text)
+            File.write(File.join(app, path), text.sub("SERIES", series))
           end
           helper = File.join(app, "test", "test_helper.rb")
           text = File.read(helper)
           raise "#{helper} has no #{PARALLELIZE.strip}:\n#{text}" unless text.include?(PARALLELIZE)
 
-          File.write(helper, text.sub(PARALLELIZE, PARALLELIZE_2))
+          threshold = Gem::Version.new(series) >= Gem::Version.new("7.0") ? ", threshold: 0" : ""
+          File.write(helper, text.sub(PARALLELIZE, PARALLELIZE_2.sub("THRESHOLD", threshold)))
         end
       end
     end

@@ -7,7 +7,7 @@ require "json"
 module Loadscan
   module TestSupport
     module RailsApp
-      # `bin/rails server` in a copy of the Rails 8.1 app: Puma in cluster mode (its config/puma.rb:
+      # `bin/rails server` in a copy of the Rails app: Puma in cluster mode (its config/puma.rb:
       # 2 workers, the app preloaded, one thread each), on a free port of 127.0.0.1, asked until
       # each worker has answered /probe once.
       class Server
