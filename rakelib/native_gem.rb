@@ -11,8 +11,12 @@ require_relative "../ext/loadscan/cargo_build"
 # seconds without Rust (`rake native`; README, "Install"). The source gem stays the fallback.
 module NativeGem
   ROOT = File.expand_path("..", __dir__)
-  # The x86_64 matrix: each Ruby's bin dir (LOADSCAN_NATIVE_RUBIES, colon-separated, to override).
-  RUBIES = ENV.fetch("LOADSCAN_NATIVE_RUBIES", "/usr/bin:/opt/rubies/ruby-3.3.8/bin:/opt/rubies/ruby-3.4.5/bin").split(":")
+  # The x86_64 matrix: each Ruby's bin dir (LOADSCAN_NATIVE_RUBIES, colon-separated, to override);
+  # Ruby 4.0 where one was built by hand (CONTRIBUTING.md, "The matrix").
+  RUBIES = ENV.fetch("LOADSCAN_NATIVE_RUBIES") do
+    ["/usr/bin", "/opt/rubies/ruby-3.3.8/bin", "/opt/rubies/ruby-3.4.5/bin",
+     *Dir["/opt/rubies/ruby-4.0.2/bin"].select { |bin| File.executable?(File.join(bin, "ruby")) }].join(":")
+  end.split(":")
   # The aarch64 matrix, by `ruby` executable (LOADSCAN_AARCH64_RUBIES, colon-separated, to
   # override), each run under qemu-user for rb-sys, which asks it for the target's RbConfig
   # (headers and flags of the aarch64 build): Debian's arm64 Ruby 3.1 (bin/setup unpacks it; its
@@ -92,11 +96,14 @@ module NativeGem
   end
 
   # RubyGems installs the gem only on the Rubies it holds a library for: from the lowest minor to
-  # below the one after the highest, minus the gaps. Any other Ruby gets the source gem.
+  # below the one after the highest, minus the gaps between shipped minors of one major (3.2
+  # between 3.1 and 3.3; 3.4 was the last 3.x, 4.0 the next). Any other Ruby gets the source gem.
   def ruby_requirement(minors)
     versions = minors.map { |m| Gem::Version.new(m) }.sort
-    low, high = versions.first.segments, versions.last.segments
-    gaps = (low[1]..high[1]).map { |minor| "#{low[0]}.#{minor}" } - minors
+    high = versions.last.segments
+    gaps = versions.group_by { |v| v.segments[0] }.flat_map do |major, of_major|
+      (of_major.first.segments[1]..of_major.last.segments[1]).map { |minor| "#{major}.#{minor}" }
+    end - minors
     [">= #{versions.first}", "< #{high[0]}.#{high[1] + 1}",
      *gaps.flat_map { |gap| Array.new(GAP_RELEASES) { |patch| "!= #{gap}.#{patch}" } }]
   end

@@ -21,7 +21,7 @@ class RactorTest < Minitest::Test
     <<~RUBY
       Warning[:experimental] = false
       $LOAD_PATH.unshift(#{"#{dir}/a".inspect}, #{"#{dir}/b".inspect})
-      Ractor.new { :first }.take if #{before}
+      Ractor.new { :first }.#{RACTOR_VALUE} if #{before}
       require #{SETUP.inspect} unless ENV["LOADSCAN_TEST_STOCK"]
       def try
         yield
@@ -38,7 +38,7 @@ class RactorTest < Minitest::Test
         end
         [try { require "in_ractor" }, try { require "in_ractor" }, try { require "ractor_missing" },
          try { Kernel.require "later" }, try { defined?(IN_RACTOR) && IN_RACTOR }]
-      end.take
+      end.#{RACTOR_VALUE}
       hits = defined?(Loadscan) && Loadscan.stats[:hits] - hits
       after = [try { require "in_ractor" }, defined?(IN_RACTOR) && IN_RACTOR, defined?(LATER) && LATER]
       report("main" => main, "ractor" => ractor, "after" => after, "loaded_features" => $LOADED_FEATURES.dup,

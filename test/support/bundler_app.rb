@@ -28,6 +28,8 @@ module Loadscan
       # under Bundler they load only when the Gemfile names them, so there the apps' Gemfiles do,
       # as a user's must (shared/rubies/README.md). 3.4 has them as bundled gems.
       UNBUNDLED_IN_34 = %w[base64 bigdecimal mutex_m drb].freeze
+      # And what 4.0 moved out (bin/setup installs them into a Ruby built without its bundled gems).
+      UNBUNDLED_IN_40 = %w[logger benchmark ostruct].freeze
       # What bin/setup-rails-gems built for this Ruby (a GEM_HOME per Ruby; `.complete` when done).
       BUILT_GEMS = File.join(ENV["LOADSCAN_GEM_CACHE"] || File.join(ENV["XDG_CACHE_HOME"] || File.join(Dir.home, ".cache"),
                                                                      "loadscan", "rails-gems"),
@@ -66,10 +68,13 @@ module Loadscan
       end
 
       # What every process of an app needs in its environment: this Ruby's tools first on PATH,
-      # and on a non-Debian Ruby, gem_path as GEM_PATH.
+      # and on a non-Debian Ruby, gem_path as GEM_PATH. The lock has no CHECKSUMS section (Bundler 4
+      # writes one by default, with empty entries for gems installed without their .gem file, as all
+      # of these are, which frozen mode rejects).
       def env(app)
         env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile"), "PATH" => "#{BINDIR}:#{ENV.fetch("PATH")}",
-                "RUBYOPT" => nil, "RUBYLIB" => nil, "BUNDLE_FROZEN" => "true", "BUNDLE_APP_CONFIG" => File.join(app, ".bundle") }
+                "RUBYOPT" => nil, "RUBYLIB" => nil, "BUNDLE_FROZEN" => "true", "BUNDLE_APP_CONFIG" => File.join(app, ".bundle"),
+                "BUNDLE_LOCKFILE_CHECKSUMS" => "false" }
         env["GEM_PATH"] = gem_path.join(File::PATH_SEPARATOR) unless debian_ruby?
         env
       end
@@ -88,7 +93,8 @@ module Loadscan
       def rails_gems = %w[rails sqlite3 puma listen bootsnap]
 
       def unbundled_gems
-        Gem::Version.new(RUBY_VERSION) >= Gem::Version.new("3.4") ? UNBUNDLED_IN_34 : []
+        version = Gem::Version.new(RUBY_VERSION)
+        (version >= Gem::Version.new("3.4") ? UNBUNDLED_IN_34 : []) + (version >= Gem::Version.new("4.0") ? UNBUNDLED_IN_40 : [])
       end
 
       # Writes a Gemfile (`gems`, those this Ruby unbundled, plus loadscan from this checkout, as

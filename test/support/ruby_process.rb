@@ -35,6 +35,8 @@ module Loadscan
     #   out, err, status = capture("git", "clone", "-q", repo, path, chdir: dir)
     module RubyProcess
       SETUP = File.join(Loadscan::TestSupport::LIB, "loadscan/setup.rb")
+      # What a program calls for a Ractor's result: #value from Ruby 4.0, which removed #take.
+      RACTOR_VALUE = Ractor.method_defined?(:value) ? "value" : "take"
 
       Result = Struct.new(:report, :stdout, :stderr, :status, :stats, :failed_opens, keyword_init: true) do
         def success? = status.success?

@@ -17,7 +17,7 @@ use loadscan_core::{resolve, Reason, Resolved};
 use crate::convert::{feature_bytes, feature_path, path_string};
 use crate::hooks::{report_deferral, report_pending};
 use crate::nogvl::NoGvl;
-use crate::state::{try_state, try_synced, COUNTERS, RECENT};
+use crate::state::{try_state, try_synced_in_require, COUNTERS, RECENT};
 
 /// Ruby's own `require`, called as a function (no method dispatch, no frame). Whatever it raises
 /// or throws comes back as an `Err` and is raised again once the Rust frames are gone.
@@ -112,7 +112,7 @@ pub fn resolve_feature_path(ruby: &Ruby, rb_self: Value, feature: Value) -> Resu
         unsafe { Value::from_raw(path) }
     };
     if let Some(bytes) = feature_bytes(feature) {
-        let found = try_synced(|s| s.find(&bytes, &NoGvl))?;
+        let found = try_synced_in_require(|s| s.find(&bytes, &NoGvl))?;
         report_pending(ruby)?;
         if let Some(answer) = feature_path(ruby, found, feature) {
             return Ok(answer);
@@ -125,7 +125,7 @@ pub fn resolve_feature_path(ruby: &Ruby, rb_self: Value, feature: Value) -> Resu
 /// `rb_feature_provided`), counted. What Ruby raised meanwhile (an entry's `to_path`, an
 /// interrupt) comes back as an `Err` for the caller to raise once its own frames are done.
 fn try_resolve(feature: &[u8]) -> Result<Resolved, Error> {
-    let find = || Ok(try_synced(|s| s.find(feature, &NoGvl))?.unwrap_or(Err(Reason::Unavailable)));
+    let find = || Ok(try_synced_in_require(|s| s.find(feature, &NoGvl))?.unwrap_or(Err(Reason::Unavailable)));
     let answer = resolve(feature, find, provided, &RECENT)?;
     COUNTERS.count(&answer);
     Ok(answer)

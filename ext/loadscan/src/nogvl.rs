@@ -9,6 +9,11 @@
 //! state lock in particular). Stock `rb_thread_call_without_gvl` checks them when it gets the
 //! GVL back and, for an exception, jumps straight over the frames holding the lock — which then
 //! stays locked for good, and loadscan silently stops for the rest of the process.
+//!
+//! The lookups inside `require` and `$LOAD_PATH.resolve_feature_path` make no such check
+//! ([`leave_pending`]): they stand in for Ruby's own search, and a check there would be a
+//! blocking point the Ruby may not have. A pending interrupt is raised by Ruby's own next check,
+//! where stock Ruby raises it.
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -87,6 +92,16 @@ pub fn raise_pending() -> Result<(), Error> {
         return Ok(());
     }
     check_interrupts()
+}
+
+/// Drops the check owed after [`without_gvl`] on this thread, for the lookups inside Ruby's
+/// `require` and `resolve_feature_path`: a pending interrupt is left to Ruby's own next check.
+/// Stock Ruby's blocking points inside `require` differ by version (3.4's search reaches one
+/// before the file loads, so a `Thread#raise` deferred with `handle_interrupt(… => :on_blocking)`
+/// comes before it; 4.0 reaches none and raises it once the block ends, the file loaded): only
+/// Ruby's own checks give each Ruby's behaviour.
+pub fn leave_pending() {
+    PENDING.with(|p| p.set(false));
 }
 
 /// Ruby's interrupt check (`rb_thread_check_ints`): a pending `Thread#raise`, `Thread#kill`,

@@ -36,7 +36,7 @@ use magnus::{prelude::*, Error, RArray};
 use rb_sys::VALUE;
 
 use crate::load_path::{LoadPath, SyncError};
-use crate::nogvl::{raise_pending, without_gvl, NoGvl};
+use crate::nogvl::{leave_pending, raise_pending, without_gvl, NoGvl};
 
 /// A session and the `$LOAD_PATH` it follows (read by [`Session::sync`]).
 pub struct Followed {
@@ -139,6 +139,21 @@ pub fn try_state<T>(f: impl FnOnce(&mut Followed) -> T) -> Option<T> {
 /// opaque or called from a Ractor other than the main one; `Err` for what Ruby raised meanwhile
 /// (an entry's `to_path`, an interrupt during GVL-free work), returned after the lock is released.
 pub fn try_synced<T>(f: impl FnOnce(&mut Session) -> T) -> Result<Option<T>, Error> {
+    let result = synced(f);
+    raise_pending()?;
+    result
+}
+
+/// [`try_synced`] for the lookups inside Ruby's `require` and `resolve_feature_path` (the
+/// decorator's): an interrupt that arrived during GVL-free work is left pending for Ruby's own
+/// next check ([`leave_pending`]), not raised here.
+pub fn try_synced_in_require<T>(f: impl FnOnce(&mut Session) -> T) -> Result<Option<T>, Error> {
+    let result = synced(f);
+    leave_pending();
+    result
+}
+
+fn synced<T>(f: impl FnOnce(&mut Session) -> T) -> Result<Option<T>, Error> {
     if !in_main_ractor() {
         return Ok(None);
     }
@@ -147,7 +162,6 @@ pub fn try_synced<T>(f: impl FnOnce(&mut Session) -> T) -> Result<Option<T>, Err
         Err(SyncError::Opaque) => Ok(None),
         Err(SyncError::Raised(e)) => Err(e),
     });
-    raise_pending()?;
     result.unwrap_or(Ok(None))
 }
 
