@@ -1,6 +1,6 @@
 # frozen_string_literal: true
-# GC during the boot (issue 26): the Rails 8.1 app (`bin/rails runner nil`, loadscan + Bootsnap's
-# compile cache, as `loadscan install` sets it up; Ruby 3.3+) and the many-gem fixture (gems-N,
+# GC during the boot (issue 26): the Rails 7.2.4 app (`bin/rails runner nil`, loadscan + Bootsnap
+# 1.26.1's compile cache on Ruby 3.3.8, as `loadscan install` sets it up; loadscan alone on 3.4) and the many-gem fixture (gems-N,
 # through real Bundler), each booted with GC deferred during the boot (on, the default), with
 # LOADSCAN_GC=off, and each of those with the RUBY_GC_* settings `loadscan doctor` names for it.
 # Warm caches; ROUNDS rounds, each boots every variant once (order rotated per round); CPU time

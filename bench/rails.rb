@@ -1,5 +1,5 @@
 # frozen_string_literal: true
-# A real Rails 8.1 app's warm boot, five ways (bench/support/rails_app.rb): stock, Bootsnap as
+# A real Rails 7.2.4 app's warm boot, five ways (bench/support/rails_app.rb): stock, Bootsnap as
 # `rails new` wires it (load-path cache and compile cache), loadscan + Bootsnap's compile cache
 # (what `loadscan install` makes of it: GC deferred during the boot, loadscan's default), the same
 # with LOADSCAN_GC=off, and loadscan alone; `bin/rails runner nil` in each environment asked for
@@ -7,7 +7,9 @@
 #
 #   ruby bench/rails.rb [--rounds 10] [--envs development,production] [--no-instructions] [--jobs 2]
 #
-# Needs Ruby 3.2+ with the Rails 8.1 gem set (bin/setup). Per environment: every cache warmed
+# Needs Ruby 3.2+ with Debian sid's Rails stack (bin/setup-rails-gems): on Ruby 3.3.8 against
+# Bootsnap 1.26.1 (sid's); Ruby 3.4's stack has no Bootsnap, so there only stock and loadscan
+# alone boot, and the ratios are against stock. Per environment: every cache warmed
 # (two untimed boots each); one boot of each with GC::Profiler on, for the cause of every major
 # GC and the features loaded (against stock's, Bootsnap's, msgpack's and loadscan's own files
 # left out); ROUNDS alternating rounds of CPU time (user + system of the child), median, and

@@ -30,12 +30,13 @@ module Bench
       Target.new(name: name, env: env, argv: [RUBY, fx[:boot]], chdir: nil)
     end
 
-    # The Rails 8.1 app (bench/support/rails_app.rb) as `loadscan install` sets it up: loadscan
-    # and Bootsnap's compile cache, `bin/rails runner nil` in development; nil where this Ruby has
-    # no Rails 8.1 (then why is printed).
+    # The Rails 7.2.4 app (bench/support/rails_app.rb) as `loadscan install` sets it up: loadscan
+    # and Bootsnap's compile cache (loadscan alone where this Ruby's stack has no Bootsnap: 3.4),
+    # `bin/rails runner nil` in development; nil where this Ruby has no Rails stack (then why is
+    # printed).
     def rails
       unless File.exist?(File.join(__dir__, "rails_app.rb"))
-        warn "bench: no Rails app: bench/support/rails_app.rb (the Rails 8.1 fixture) is not in this checkout"
+        warn "bench: no Rails app: bench/support/rails_app.rb (the Rails fixture) is not in this checkout"
         return nil
       end
       require_relative "rails_app"
@@ -44,7 +45,7 @@ module Bench
         return nil
       end
       RailsApp.ensure
-      v = RailsApp.variants(only: ["loadscan+compile_cache"]).first
+      v = RailsApp.variants(only: [RailsApp.bootsnap? ? "loadscan+compile_cache" : "loadscan"]).first
       Target.new(name: "rails", env: v.env.reject { |k, _| k == "LOADSCAN_CACHE_DIR" }, argv: v.argv, chdir: v.chdir)
     end
 
