@@ -143,9 +143,10 @@ module Bench
     end
 
     # Sets the mtime of every file and directory under dir to a new time (as a fresh
-    # `git checkout` would): the current time, so each call (a boot apart) differs.
-    def touch_tree(dir)
-      t = Time.now
+    # `git checkout` would): the current time (or `ago` seconds before it), so each call (a boot
+    # apart) differs.
+    def touch_tree(dir, ago: 0)
+      t = Time.now - ago
       paths = Dir.glob("**/*", File::FNM_DOTMATCH, base: dir).reject { |p| p.end_with?("/.", "/..") || p == "." }
       paths.each { |p| File.utime(t, t, File.join(dir, p)) }
       File.utime(t, t, dir)

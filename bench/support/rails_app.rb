@@ -120,9 +120,10 @@ module Bench
     PIN = { "BENCH_PIN_SECONDS" => "3600" }.freeze
 
     # The boots of `bin/rails runner CODE` in `rails_env` (BOOTS: those without Bootsnap where this
-    # Ruby's stack has none), as Variants (cache dirs per boot and environment; `only`: names to keep).
-    def variants(rails_env: "development", code: "nil", only: nil)
-      base = ::Fixtures::RailsApp.env(DIR).merge("RAILS_ENV" => rails_env)
+    # Ruby's stack has none), as Variants (cache dirs per boot and environment; `only`: names to keep;
+    # `app`: another copy of the app, bench/ci.rb's, with caches of its own).
+    def variants(rails_env: "development", code: "nil", only: nil, app: DIR, caches: self.caches)
+      base = ::Fixtures::RailsApp.env(app).merge("RAILS_ENV" => rails_env)
       BOOTS.filter_map do |name, env|
         next if only && !only.include?(name)
         next if !bootsnap? && env["BENCH_BOOTSNAP"] != "0"
@@ -130,7 +131,7 @@ module Bench
         dir = File.join(caches, rails_env, name)
         FileUtils.mkdir_p(dir, mode: 0o700)
         env = base.merge(env).merge("BOOTSNAP_CACHE_DIR" => dir, "LOADSCAN_CACHE_DIR" => File.join(dir, "loadscan"))
-        Variant.new(name: name, env: env, argv: [RUBY, "bin/rails", "runner", code], chdir: DIR)
+        Variant.new(name: name, env: env, argv: [RUBY, "bin/rails", "runner", code], chdir: app)
       end
     end
 
