@@ -59,7 +59,7 @@ rows = results.flat_map do |rails_env, r|
     diff = App.features_vs_stock(r[:profiled][name], r[:profiled]["stock"])
     same = diff.values.all?(&:empty?) ? "same" : "+#{diff[:extra].size} −#{diff[:missing].size}"
     [rails_env, App::LABELS.fetch(name), format("%.0f", Stats.median(t) * 1000),
-     format("%.0f–%.0f", t.min * 1000, t.max * 1000), fmt_ratio.(t, r[:cpu]["stock"]), fmt_ratio.(t, r[:cpu]["bootsnap"]),
+     format("%.0f–%.0f", t.min * 1000, t.max * 1000), fmt_ratio.(t, r[:cpu]["stock"]), (r[:cpu]["bootsnap"] ? fmt_ratio.(t, r[:cpu]["bootsnap"]) : "-"),
      n ? format("%.1f", n / 1e6) : "-", n && ref ? format("%.3f", n.fdiv(ref[:instructions])) : "-",
      App.gc_summary(c ? c[:report] : r[:profiled][name], r[:profiled][name]),
      (c ? c[:report] : r[:profiled][name])[:gc][:old_objects].to_s, same]
