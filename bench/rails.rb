@@ -35,7 +35,7 @@ App = Bench::RailsApp
 Stats = Bench::Stats
 app = App.ensure(regen: opts[:regen])
 lock = File.read(File.join(app, "Gemfile.lock"))
-versions = %w[railties bootsnap zeitwerk].map { |g| "#{g} #{lock[/^    #{g} \(([^)]+)\)/, 1]}" }.join(", ")
+versions = %w[railties bootsnap zeitwerk].map { |g| "#{g} #{lock[/^    #{g} \(([^)]+)\)/, 1] || "none"}" }.join(", ")
 puts "Rails app #{app} (#{versions}), #{RUBY_DESCRIPTION}; load average #{File.read("/proc/loadavg").split.first(3).join(" ")}"
 
 results = opts[:envs].to_h do |rails_env|
