@@ -1,8 +1,10 @@
 # frozen_string_literal: true
-# GC during the boot (issue 26): the Rails 7.2.4 app (`bin/rails runner nil`, loadscan + Bootsnap
-# 1.26.1's compile cache on Ruby 3.3.8, as `loadscan install` sets it up; loadscan alone on 3.4) and the many-gem fixture (gems-N,
-# through real Bundler), each booted with GC deferred during the boot (on, the default), with
-# LOADSCAN_GC=off, and each of those with the RUBY_GC_* settings `loadscan doctor` names for it.
+# GC during the boot (issues 26, 34): the Rails app (Fixtures::RailsApp, `bin/rails runner nil`,
+# loadscan + Bootsnap's compile cache where the Ruby's stack has Bootsnap, as `loadscan install`
+# sets it up) and the many-gem fixture (gems-N, through real Bundler, which says
+# `Loadscan.booted!`), each booted with loadscan's default (`on`: LOADSCAN_GC=auto, which defers
+# GC on Ruby 3.4+ where the boot has a known end), with LOADSCAN_GC=off, and each of those with
+# the RUBY_GC_* settings `loadscan doctor` names for it.
 # Warm caches; ROUNDS rounds, each boots every variant once (order rotated per round); CPU time
 # (user + system) and peak RSS per boot, medians and per-round ratios against `off` (median
 # [min–max]); GC runs (deterministic for a tree: one boot's) before loadscan's setup, from setup

@@ -27,6 +27,18 @@ module Loadscan
     def setup(**options)
       return reconfigure(options) if @active
 
+      bootsnap_load_path_cache(engaged = engage(options))
+      engaged
+    end
+
+    # Whether Bootsnap's load-path cache is left off for loadscan (bootsnap_load_path_cache):
+    # `:turned_off` (by this setup: loadscan engaged), `:off` (so before loadscan), nil (loadscan
+    # not engaged). A Bootsnap set up before loadscan answers in front of it whatever this says
+    # (CoreExt.check warns once).
+    attr_reader :bootsnap
+
+    # setup's work: true when `require` goes through loadscan.
+    private def engage(options)
       @config = Config.new(**options)
       @config.problems.each { |message| Warnings.once(message, message) }
       return false unless @config.enabled
@@ -92,10 +104,11 @@ module Loadscan
     # Counters: `hits` (requires the index answered), `deferred` (left to Ruby's own
     # require) and `left_to_ruby` (those by reason: `missing`, `not_feature` — absolute or
     # `./` paths —, `not_string`, `loaded` under another spelling or being loaded, `blind_spot`,
-    # `unavailable`), `engaged` (see engaged?), entries scanned, features indexed, timings.
+    # `unavailable`), `engaged` (see engaged?), `bootsnap_load_path_cache` (see bootsnap), entries
+    # scanned, features indexed, timings.
     def stats
       stats = active? ? Native.stats : nil
-      stats&.merge(engaged: CoreExt.engaged?, gc: BootGC.figures)
+      stats&.merge(engaged: CoreExt.engaged?, bootsnap_load_path_cache: @bootsnap, gc: BootGC.figures)
     end
 
     # Everything the scanner worked around, as `[kind, message]` pairs (`:loop`, `:unreadable`,
@@ -139,6 +152,24 @@ module Loadscan
 
     private
 
+    # Bootsnap's load-path cache would answer requires before loadscan: `require "bootsnap/setup"`,
+    # after loadscan's, leaves it off (DISABLE_BOOTSNAP_LOAD_PATH_CACHE, any value) while loadscan
+    # is engaged, and keeps it where loadscan is not (disabled, not built, an unsupported Ruby):
+    # the value an engaged parent's loadscan set ("loadscan") is taken back.
+    BOOTSNAP_VAR = "DISABLE_BOOTSNAP_LOAD_PATH_CACHE"
+    BOOTSNAP_OFF = "loadscan"
+
+    def bootsnap_load_path_cache(engaged)
+      if !engaged
+        ENV.delete(BOOTSNAP_VAR) if ENV[BOOTSNAP_VAR] == BOOTSNAP_OFF
+      elsif ENV[BOOTSNAP_VAR] && ENV[BOOTSNAP_VAR] != BOOTSNAP_OFF
+        @bootsnap = :off
+      else
+        ENV[BOOTSNAP_VAR] = BOOTSNAP_OFF
+        @bootsnap = :turned_off
+      end
+    end
+
     # Whether Ruby 4.0's boxes are on (`RUBY_BOX=1`): each `Ruby::Box` then has a `$LOAD_PATH`
     # and `$LOADED_FEATURES` of its own, and a `require` in one searches only its own, while
     # loadscan follows one `$LOAD_PATH` for the whole process. A Ruby without `Ruby::Box` is
@@ -163,15 +194,17 @@ module Loadscan
       end
     end
 
-    # GC deferred from now until the boot ends (unless `gc: false`), up to the objects the last
-    # boot of this program had allocated when its boot ended (its record beside the cache says).
+    # GC deferred from now until the boot ends (LOADSCAN_GC, Loadscan::BootGC), where the boot
+    # has a known end: a Rails app's config/boot.rb sets loadscan up, or this program's last boot
+    # (its record beside the cache) ended at after_initialize or `Loadscan.booted!`.
     def start_boot_gc(config)
       require_relative "loadscan/boot_gc"
-      mark = if config.gc && config.cache_dir
-               require_relative "loadscan/last_boot" # not through `require` (the autoload): not a require of the app's
-               LastBoot.gc_mark(config.cache_dir, BootGC.key)
-             end
-      BootGC.start(defer: config.gc, mark: mark)
+      last_end = if config.gc != false && config.cache_dir
+                   require_relative "loadscan/last_boot" # not through `require` (the autoload): not a require of the app's
+                   LastBoot.gc_end(config.cache_dir, BootGC.key)
+                 end
+      rails = config.gc == :auto && caller_locations.any? { |l| (l.absolute_path || l.path).to_s.end_with?("/config/boot.rb") }
+      BootGC.start(mode: config.gc, last_end: last_end, rails: rails)
     end
 
     # What the index is built from: settings that differ mean another index.
@@ -195,7 +228,7 @@ module Loadscan
       # settings in effect.
       start_index(config) unless index_options(@config) == index_options(config)
       @config = config
-      BootGC.finish(:off) unless config.gc
+      BootGC.finish(:off) if config.gc == false
       true
     end
 

@@ -16,7 +16,9 @@ module Bench
   # the end of the boot, and over the whole process.
   module GCBoots
     TIME = "/usr/bin/time"
-    MODES = { "off" => { "LOADSCAN_GC" => "off" }, "on" => {} }.freeze
+    # on: deferred for any program (a Rails app set up from config/boot.rb is by default; the
+    # gems-N fixture, which never says it has booted, is not).
+    MODES = { "off" => { "LOADSCAN_GC" => "off" }, "on" => { "LOADSCAN_GC" => "on" } }.freeze
 
     # A boot to measure: a name, its environment, argv and directory.
     Target = Struct.new(:name, :env, :argv, :chdir, keyword_init: true)
@@ -30,13 +32,13 @@ module Bench
       Target.new(name: name, env: env, argv: [RUBY, fx[:boot]], chdir: nil)
     end
 
-    # The Rails 7.2.4 app (bench/support/rails_app.rb) as `loadscan install` sets it up: loadscan
-    # and Bootsnap's compile cache (loadscan alone where this Ruby's stack has no Bootsnap: 3.4),
-    # `bin/rails runner nil` in development; nil where this Ruby has no Rails stack (then why is
-    # printed).
+    # The Rails app (bench/support/rails_app.rb, Fixtures::RailsApp's Rails 7.2) as `loadscan
+    # install` sets it up: loadscan and Bootsnap's compile cache (loadscan alone where this Ruby's
+    # stack has no Bootsnap), `bin/rails runner nil` in development; nil where this Ruby has no
+    # Rails stack (then why is printed).
     def rails
       unless File.exist?(File.join(__dir__, "rails_app.rb"))
-        warn "bench: no Rails app: bench/support/rails_app.rb (the Rails fixture) is not in this checkout"
+        warn "bench: no Rails app: bench/support/rails_app.rb (the Rails 8.1 fixture) is not in this checkout"
         return nil
       end
       require_relative "rails_app"
@@ -45,7 +47,8 @@ module Bench
         return nil
       end
       RailsApp.ensure
-      v = RailsApp.variants(only: [RailsApp.bootsnap? ? "loadscan+compile_cache" : "loadscan"]).first
+      # loadscan with Bootsnap's compile cache where this Ruby's stack has Bootsnap (3.3), else alone.
+      v = RailsApp.variants(only: [::Fixtures::RailsApp.bootsnap? ? "loadscan+compile_cache" : "loadscan"]).first
       Target.new(name: "rails", env: v.env.reject { |k, _| k == "LOADSCAN_CACHE_DIR" }, argv: v.argv, chdir: v.chdir)
     end
 

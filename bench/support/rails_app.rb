@@ -14,8 +14,8 @@ module Bench
   # - stock: no Bootsnap, no loadscan (config/boot.rb's `require "bootsnap/setup"` skipped);
   # - bootsnap: the app as generated (Bootsnap's load-path cache and compile cache);
   # - loadscan+compile_cache: what `loadscan install` makes of a generated app (README, "Coming
-  #   from Bootsnap"): loadscan set up after Bundler, `ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||=
-  #   "1"`, then `require "bootsnap/setup"` (Bootsnap's compile cache only), GC deferred during
+  #   from Bootsnap"): loadscan set up after Bundler (engaged, it turns Bootsnap's
+  #   load-path cache off), then `require "bootsnap/setup"` (Bootsnap's compile cache only), GC deferred during
   #   the boot as loadscan does by default; and the same with LOADSCAN_GC=off (GC as in the
   #   others, to tell the load-path cache's share from the deferral's);
   # - loadscan: loadscan alone (Bootsnap's line skipped).
@@ -82,8 +82,7 @@ module Bench
         require "bundler/setup" # Set up gems listed in the Gemfile.
         load ENV["BOOT_PRELUDE"] if ENV["BOOT_PRELUDE"] && !ENV["BOOT_PRELUDE"].empty?
         if ENV["BENCH_LOADSCAN"] == "1"
-          require #{File.join(lib, "loadscan", "setup").inspect}
-          ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache
+          require #{File.join(lib, "loadscan", "setup").inspect} # engaged, it turns Bootsnap's load-path cache off
         end
         #{BOOTSNAP_LINE if bootsnap?}
         #{PINS.chomp}

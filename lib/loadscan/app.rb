@@ -11,7 +11,10 @@ module Loadscan
   # 3. the directory of the Gemfile `bundler/setup` will load: BUNDLE_GEMFILE's;
   # 4. the nearest directory holding a `Gemfile`, `gems.rb` or `config/boot.rb`, from the current
   #    one upward (where Bundler looks for its Gemfile): `RUBYOPT=-rloadscan/setup`, set up before
-  #    `bundler/setup` runs, and an app without a Gemfile are found this way.
+  #    `bundler/setup` runs, and an app without a Gemfile are found this way. A marker counts
+  #    only when it and its directory are owned by this user or root and writable by no one
+  #    else (group-writable is fine: umask 002): a stray Gemfile in a shared directory (/tmp)
+  #    is no one's app.
   #
   # None (nil): a program outside any app.
   module App
@@ -53,7 +56,7 @@ module Loadscan
     def nearest
       dir = Dir.pwd
       loop do
-        return dir if MARKERS.any? { File.file?(File.join(dir, _1)) }
+        return dir if MARKERS.any? { trusted_marker?(dir, _1) }
 
         parent = File.dirname(dir)
         return nil if parent == dir
@@ -62,6 +65,20 @@ module Loadscan
       end
     rescue SystemCallError # the current directory was removed
       nil
+    end
+
+    # Whether `rel` in `dir` is a regular file that it, and each directory from it up to `dir`,
+    # is owned by this user or root and not writable by others.
+    def trusted_marker?(dir, rel)
+      path = File.join(dir, rel)
+      return false unless File.file?(path)
+
+      [path, *rel.count("/").downto(0).map { |n| File.join(dir, *rel.split("/").first(n)) }].uniq.all? do |p|
+        stat = File.stat(p)
+        [Process.euid, 0].include?(stat.uid) && (stat.mode & 0o002).zero?
+      end
+    rescue SystemCallError
+      false
     end
   end
 end

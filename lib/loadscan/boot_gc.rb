@@ -1,55 +1,85 @@
 # frozen_string_literal: true
 
 module Loadscan
-  # A boot without GC pauses. From `Loadscan.setup` until the boot ends, Ruby's GC does not run
-  # on its own (`GC.disable`); then it runs as it always does. The boot ends at the first of:
+  # A boot with fewer GC pauses. From `Loadscan.setup` until the boot ends, Ruby's GC does not run
+  # on its own (`GC.disable`) but as budget runs; then it runs as it always does. Where, and when:
   #
-  #   rails      Rails' after_initialize (the railtie), or the watchdog seeing the Rails app
-  #              initialized
+  #   LOADSCAN_GC=auto  (the default) where the boot has a known end: a Rails app set up from its
+  #                     config/boot.rb (its end: after_initialize), or a program whose last boot
+  #                     (the record beside the cache) ended at `Loadscan.booted!` or Rails'
+  #                     after_initialize
+  #   LOADSCAN_GC=on    every program (one that never says it has booted: up to its mark, below)
+  #   LOADSCAN_GC=off   never
+  #
+  # and only on Ruby 3.4 and later, on Linux: there Ruby still collects to retry an `open` that
+  # ran out of file descriptors while GC is disabled (3.1 and 3.3 do not: a boot that leaves
+  # Files to GC would fail with EMFILE), and /proc says how much memory the process holds.
+  #
+  # The boot ends at the first of:
+  #
+  #   rails      Rails' after_initialize (the railtie), or a tick seeing the Rails app initialized
   #   booted     `Loadscan.booted!` (programs that are not Rails apps)
   #   allocated  the boot has allocated as many objects as the last boot of the same program
-  #              had when it exited, if that boot never said it had booted (a script, `rake -T`:
-  #              the last boot's record beside the cache says how many)
+  #              had when it exited, if that boot never said it had booted (a script, `rake -T`)
   #   fork       a `fork` (the parent's boot ends before it) or `Process.daemon`
-  #   cap        the budget runs (below) together found CAP of growth: no boot allocates that much
+  #   cap        the process's resident size grew by CAP since setup
   #   time       MAX_SECONDS after setup
-  #   exit       the program ends first (a short script, `rake -T`)
+  #   exit       the program ends first (loadscan's at_exit, after the program's own)
   #
-  # While it is deferred, memory is bounded: whenever Ruby's memory (heap pages added, malloc'd
-  # bytes) grew by BUDGET since the last GC, one minor GC runs (a budget run) and the deferral goes
-  # on. A watchdog thread, alive only during the deferral, checks the budget and the ends that
-  # no callback announces, a few times a second; `require` pays nothing for it.
+  # While it is deferred, memory is bounded: whenever Ruby allocated BUDGET since the last GC (heap
+  # pages, malloc), or the process's resident size grew by BUDGET since then (what Ruby does not
+  # count: fiber stacks, mapped files), one full GC runs (a budget run: it frees all that stock's
+  # GCs would, the old garbage too) and the deferral goes on; CAP of growth ends it. The budget and the ends no callback announces are checked by
+  # `tick`, every TICK_MS, in the main Ractor's running thread at its next interrupt check (a
+  # postponed job, as Ruby runs finalizers), asked by a native thread of the extension
+  # (ext/loadscan/src/ticker.rs): no Ruby thread, so nothing in `Thread.list`, in Ruby's deadlock
+  # check or in Puma's count of threads started in the boot; `require` pays nothing for it. Where
+  # the native thread cannot be made (a thread limit), GC is not deferred.
   #
   # The app keeps its own GC switch: during the deferral `GC.disable` and `GC.enable` answer and
   # change the app's view of it (what they would answer without loadscan), and when the boot ends
   # GC is left as the app last set it; an app that had GC disabled before setup is not deferred
-  # at all. `GC.start` and `GC.compact` run as always; `GC.stress = true` ends the deferral.
-  # Finalizers, WeakRefs and ObjectSpace see what they see when GC runs late: nothing is
-  # collected until a GC runs, and everything unreachable is collected then.
+  # at all. `GC.start` and `GC.compact` run as always; `GC.stress = true` ends the deferral. Those
+  # three are GC's own methods again once it ends (no module left on GC: a Ractor can call them).
+  # Finalizers, WeakRefs and ObjectSpace see what they see when GC runs late.
   #
-  # The figures of the boot's GC (runs, time, allocations and live slots per heap, malloc growth)
-  # are `Loadscan.stats[:gc]` and the last boot's record.
+  # The figures of the boot's GC (runs, time, allocations and live slots per heap) are
+  # `Loadscan.stats[:gc]` and the last boot's record.
   module BootGC
-    # How long the watchdog sleeps between checks (it then waits for the GVL: while the boot runs
-    # Ruby code, Ruby hands it over every 100 ms).
-    TICK = 0.02
-    # Growth of Ruby's memory since the last GC that makes one minor GC run during the deferral.
+    # How often the native thread asks for a `tick`.
+    TICK_MS = 20
+    # What Ruby allocates (heap pages, malloc), or the process's resident size grows by, since the
+    # last GC that makes one full GC run.
     BUDGET = 64 << 20
-    # Growth over all budget runs that ends the deferral.
+    # Growth of the resident size since setup that ends the deferral: no boot grows that much.
     CAP = 512 << 20
+    PAGE_SIZE = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE] || (64 << 10)
     MAX_SECONDS = 60.0
-    PAGE_SIZE = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE] || (16 << 10)
     ENABLE = GC.singleton_class.instance_method(:enable)
     DISABLE = GC.singleton_class.instance_method(:disable)
+    # GC's methods that answer the app's own switch during the deferral, each kept under ORIGINAL's
+    # name meanwhile and put back when it ends.
+    SWITCHED = %i[disable enable stress=].freeze
+    ORIGINAL = { disable: :__loadscan_gc_disable, enable: :__loadscan_gc_enable, "stress=": :__loadscan_gc_stress= }.freeze
 
-    # GC.disable, GC.enable and GC.stress= during the deferral (prepended to GC's singleton class).
+    # GC.disable, GC.enable and GC.stress= during the deferral (copied onto GC's singleton class).
+    # Another Ractor gets GC's own (the deferral's state is the main Ractor's).
     module Switch
-      def disable = BootGC.switch(true) { super }
-      def enable = BootGC.switch(false) { super }
+      def disable
+        return __loadscan_gc_disable unless Ractor.current == Ractor.main
+
+        BootGC.switch(true) { __loadscan_gc_disable }
+      end
+
+      def enable
+        return __loadscan_gc_enable unless Ractor.current == Ractor.main
+
+        BootGC.switch(false) { __loadscan_gc_enable }
+      end
 
       def stress=(flag)
-        BootGC.finish(:stress) if flag
-        super
+        BootGC.finish(:stress) if flag && Ractor.current == Ractor.main
+        self.__loadscan_gc_stress = flag
       end
     end
 
@@ -68,36 +98,47 @@ module Loadscan
     end
 
     # The ends that say where the program's boot ended (the next boot of a program that only
-    # exited ends at its mark; one that said it had booted will say so again).
+    # exited ends at its mark; one that said it had booted will say so again, and is deferred
+    # by default).
     SIGNALS = %i[rails booted exit].freeze
+    KNOWN_ENDS = %w[rails booted].freeze
 
     @lock = Thread::Mutex.new
 
     class << self
-      # Starts deferring GC (when `defer`), or only watching for the boot's end, for its figures.
-      # `mark`: the objects the last boot of this program had allocated when its boot ended (nil
-      # when unknown). Once per process.
-      def start(defer:, mark: nil)
+      # Whether GC can be deferred in this process (see above).
+      def supported?
+        RUBY_VERSION >= "3.4" && File.readable?("/proc/self/status")
+      end
+
+      # Starts deferring GC (`mode`: true, false or :auto, LOADSCAN_GC), or only watching for the
+      # boot's end, for its figures. `last_end`: how and where the last boot of this program
+      # ended (["exit", objects], ["booted", objects]…, or nil when unknown); `rails`: whether
+      # a Rails app's config/boot.rb set loadscan up. Once per process.
+      def start(mode:, last_end: nil, rails: false)
         return if @setup
 
         @setup = snapshot
         key # as the program was started, before it shifts ARGV
-        @mark = mark
+        @mark = last_end&.first == "exit" ? last_end.last : nil
         @boot_end = nil
         @budget_runs = 0
-        @grown = 0
         @app_disabled = false
-        # GC.disable answers true when it was off already (the app's doing): then it is left alone.
-        @deferred = @deferring = defer && !DISABLE.bind_call(GC)
+        @deferred = @deferring = false
         @ended = nil
-        return unless @deferring
+        @not_deferred = why_not(mode, last_end, rails) and return
+        # GC.disable answers true when it was off already (the app's doing): then it is left alone.
+        return @not_deferred = "app disabled GC" if DISABLE.bind_call(GC)
 
-        GC.singleton_class.prepend(Switch)
-        Process.singleton_class.prepend(Fork)
-        @last_gc = growth_point
-        @watchdog = Thread.new { watch }
-        @watchdog.name = "loadscan-gc"
-        @watchdog.report_on_exception = false
+        @deferred = @deferring = true
+        mark_gc(@setup_rss = rss)
+        unless Native.start_ticker(self, TICK_MS)
+          @deferred = @deferring = false
+          ENABLE.bind_call(GC)
+          return @not_deferred = "no native thread"
+        end
+        switch_methods(true)
+        Process.singleton_class.prepend(Fork) unless Process.singleton_class.include?(Fork)
       end
 
       def deferring? = @deferring == true
@@ -111,7 +152,7 @@ module Loadscan
       # Ends the boot (`why`: one of the ends above). GC is enabled again unless the app disabled
       # it. Returns true if the boot ended now, false if it had ended already or never started.
       def finish(why)
-        ended, watchdog = locked do
+        locked do
           next false if @setup.nil?
 
           # Where the program's own boot ended (the next boot's mark), even after the deferral did.
@@ -122,11 +163,11 @@ module Loadscan
           next true unless @deferring
 
           @deferring = false
+          Native.stop_ticker
+          switch_methods(false)
           ENABLE.bind_call(GC) unless @app_disabled
-          [true, @watchdog]
+          true
         end
-        stop(watchdog) if watchdog && watchdog != Thread.current
-        ended
       end
 
       # The parent's boot ends before a fork, and one GC runs first, so the children share a
@@ -148,6 +189,16 @@ module Loadscan
         end
       end
 
+      # Asked every TICK_MS during the deferral (ticker.rs, a postponed job): ends the boot or
+      # runs a budget run when due. Never raises.
+      def tick
+        why = locked { check }
+        finish(why) if why
+        nil
+      rescue Exception # rubocop:disable Lint/RescueException -- runs inside the program's own code
+        nil
+      end
+
       # The boot's GC figures (Loadscan.stats[:gc], the last boot's record): see README, "GC
       # during the boot". Counted from the start of the process to the end of the boot (to now
       # while it has not ended).
@@ -155,8 +206,8 @@ module Loadscan
         return nil unless @setup
 
         at_end = @ended || snapshot
-        { deferred: @deferred, ended_by: @ended&.fetch(:why), boot_ms: ((at_end[:at] - @setup[:at]) * 1000).round,
-          runs_after_boot: @ended ? GC.count - @ended[:count] : 0,
+        { deferred: @deferred, not_deferred: @not_deferred, ended_by: @ended&.fetch(:why),
+          boot_ms: ((at_end[:at] - @setup[:at]) * 1000).round, runs_after_boot: @ended ? GC.count - @ended[:count] : 0,
           runs: at_end[:count], minor: at_end[:minor], major: at_end[:major], time_ms: at_end[:time_ms],
           runs_before_setup: @setup[:count], time_ms_before_setup: @setup[:time_ms], budget_runs: @budget_runs,
           malloc_increase_before_setup: @setup[:malloc],
@@ -164,22 +215,43 @@ module Loadscan
           boot_key: BootGC.key, boot_end_objects: @boot_end&.first, boot_end_by: @boot_end&.last,
           malloc_increase: at_end[:malloc], oldmalloc_increase: at_end[:oldmalloc], old_objects: at_end[:old_objects],
           last_gc_by: at_end[:gc_by], last_major_by: at_end[:major_by],
-          heaps: at_end[:heaps].each_with_index.map { |h, i| h.merge(allocated_before_setup: @setup[:heaps].dig(i, :allocated)) } }
+          heaps: at_end[:heaps].each_with_index.map do |h, i|
+            h.merge(allocated_before_setup: @setup[:heaps].dig(i, :allocated), live_before_setup: @setup[:heaps].dig(i, :live))
+          end }
       end
 
       private
 
-      # Kills the watchdog and waits for it to be gone (not in a trap handler, where Ruby allows
-      # no waiting: it is gone at its next step).
-      def stop(watchdog)
-        watchdog.kill
-        watchdog.join
-      rescue ThreadError
-        nil
+      # Why GC is not deferred in this process, or nil.
+      def why_not(mode, last_end, rails)
+        return "off" if mode == false
+        return "Ruby #{RUBY_VERSION} (3.4 and later on Linux only)" unless supported?
+        return nil if mode == true || rails || KNOWN_ENDS.include?(last_end&.first)
+
+        "no known end of the boot (LOADSCAN_GC=on defers it anyway)"
       end
 
-      # A Mutex keeps the watchdog and the app's threads apart; a trap handler may lock none
-      # (Ruby raises), so there the block runs as is.
+      # GC's switch methods: the app's own view of them during the deferral (on: true), GC's own
+      # again after it. Ruby's "method redefined" warnings are not the app's to see.
+      def switch_methods(on)
+        gc = GC.singleton_class
+        verbose = $VERBOSE
+        $VERBOSE = nil
+        SWITCHED.each do |name|
+          if on
+            gc.send(:alias_method, ORIGINAL.fetch(name), name)
+            gc.send(:define_method, name, Switch.instance_method(name))
+          else
+            gc.send(:alias_method, name, ORIGINAL.fetch(name))
+            gc.send(:remove_method, ORIGINAL.fetch(name))
+          end
+        end
+      ensure
+        $VERBOSE = verbose
+      end
+
+      # A Mutex keeps the app's threads and the tick apart; a trap handler may lock none (Ruby
+      # raises), nor a tick that came in while this thread holds it: there the block runs as is.
       def locked
         return yield if @lock.owned?
 
@@ -193,20 +265,6 @@ module Loadscan
         ensure
           @lock.unlock
         end
-      end
-
-      # The watchdog: checks the budget and the ends no callback announces, until the boot ends.
-      # Whatever stops it (an error, Thread#kill by the app) ends the boot.
-      def watch
-        until @ended
-          sleep TICK
-          why = locked { check }
-          finish(why) if why
-        end
-      rescue Exception # rubocop:disable Lint/RescueException -- the watchdog must never fail the app
-        nil
-      ensure
-        finish(:watchdog) unless @ended
       end
 
       # Why the boot ends now, or nil (then a budget run may have run).
@@ -226,21 +284,34 @@ module Loadscan
         app.respond_to?(:initialized?) && app.initialized? == true
       end
 
-      # One minor GC when Ruby's memory grew by BUDGET since the last GC (any GC: the app's too).
+      # One full GC when Ruby allocated BUDGET since the last GC (any GC: the app's GC.start too),
+      # in heap pages and malloc, or when the process's resident size grew by BUDGET since then
+      # (what Ruby does not count: fiber stacks); :cap when it grew by CAP since setup.
       def budget
-        now = growth_point
-        @last_gc = now if now[0] != @last_gc[0]
-        grown = GC.stat(:malloc_increase_bytes) + ((now[1] - @last_gc[1]) * PAGE_SIZE)
-        return nil if grown < BUDGET
-        return :cap if (@grown += grown) >= CAP
+        now = rss
+        mark_gc(now) if GC.count != @count
+        return :cap if now - @setup_rss >= CAP
+
+        made = GC.stat(:malloc_increase_bytes) + ((GC.stat(:heap_allocated_pages) - @pages) * PAGE_SIZE)
+        return nil if made < BUDGET && now - @rss < BUDGET
 
         @budget_runs += 1
-        GC.start(full_mark: false, immediate_sweep: true)
-        @last_gc = growth_point
+        GC.start
+        mark_gc(rss)
         nil
       end
 
-      def growth_point = [GC.count, GC.stat(:heap_allocated_pages)]
+      # Where the budget counts from: the last GC.
+      def mark_gc(rss)
+        @count = GC.count
+        @rss = rss
+        @pages = GC.stat(:heap_allocated_pages)
+      end
+
+      # The process's resident size in bytes.
+      def rss
+        File.binread("/proc/self/status")[/^VmRSS:\s*(\d+)/n, 1].to_i << 10
+      end
 
       def snapshot
         s = GC.stat

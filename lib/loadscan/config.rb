@@ -24,8 +24,11 @@ module Loadscan
   #   LOADSCAN_IGNORE_DIRS=A:B    directories never listed, left to Ruby's require: a name (every
   #                               directory so named, at any depth) or an absolute path; default
   #                               node_modules; empty: none (dot-directories are never listed)
-  #   LOADSCAN_GC=off             let GC run during the boot (by default it is deferred from
-  #                               setup to the end of the boot: Loadscan::BootGC)
+  #   LOADSCAN_GC=auto            GC deferred from setup to the end of the boot (Ruby 3.4+ on
+  #                               Linux: Loadscan::BootGC) where the boot has a known end: a
+  #                               Rails app set up from config/boot.rb, or a program whose last
+  #                               boot said it had booted (`Loadscan.booted!`); the default.
+  #                               on (or 1/true/yes): for every program; off (0/false/no): never
   #   LOADSCAN_REQUIRE_NATIVE=1   at install of the source gem (extconf.rb), not at boot: fail
   #                               when the Rust toolchain is missing instead of installing
   #                               without the library
@@ -47,7 +50,7 @@ module Loadscan
     TEST_PREFIX = "LOADSCAN_TEST_"
 
     attr_reader :enabled, :threads, :dlext, :cache_dir, :validate, :readonly, :lazy, :stats
-    # Whether GC is deferred during the boot (LOADSCAN_GC, `gc:`).
+    # Whether GC is deferred during the boot (LOADSCAN_GC, `gc:`): true, false or :auto.
     attr_reader :gc
     # Directory names and absolute paths the scanner never lists (LOADSCAN_IGNORE_DIRS).
     attr_reader :ignore_names, :ignore_paths
@@ -66,7 +69,7 @@ module Loadscan
       @readonly = readonly.nil? ? flag("LOADSCAN_READONLY", false) : readonly
       @lazy = lazy.nil? ? flag("LOADSCAN_LAZY", true) : lazy
       @stats = stats.nil? ? flag("LOADSCAN_STATS", false) : stats
-      @gc = gc.nil? ? flag("LOADSCAN_GC", true) : gc
+      @gc = gc.nil? ? gc_setting : gc
       cache = flag("LOADSCAN_CACHE", true) if cache.nil?
       @cache_dir = cache ? cache_dir_setting(cache_dir) : nil
       @ignore_names, @ignore_paths = ignore_setting(ignore_dirs)
@@ -130,6 +133,17 @@ module Loadscan
     end
 
     # A flag variable: unset or empty means the default.
+    # LOADSCAN_GC: a flag, or auto (the default).
+    def gc_setting
+      value = @env["LOADSCAN_GC"].to_s.strip.downcase
+      return :auto if value.empty? || value == "auto"
+
+      FLAGS.fetch(value) do
+        problem("LOADSCAN_GC=#{@env["LOADSCAN_GC"].inspect} is not auto, on or off; using the default (auto)")
+        :auto
+      end
+    end
+
     def flag(name, default)
       value = @env[name]
       return default if value.nil? || value.strip.empty?

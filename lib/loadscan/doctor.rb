@@ -53,6 +53,10 @@ module Loadscan
         report["setting_problems"] = config.problems
       end
       report["stats"] = Loadscan.stats&.transform_keys(&:to_s)
+      if defined?(Bootsnap::LoadPathCache) && Bootsnap::LoadPathCache.respond_to?(:enabled?) # Bootsnap loaded by the boot
+        report["bootsnap_load_path_cache"] = Bootsnap::LoadPathCache.enabled? ? "on" : "off"
+        report["bootsnap_turned_off_by_loadscan"] = Loadscan.respond_to?(:bootsnap) && Loadscan.bootsnap == :turned_off
+      end
       if defined?(Bootsnap::VERSION) # its compile cache, and whether it revalidates (as Bootsnap reads BOOTSNAP_REVALIDATE)
         iseq = defined?(Bootsnap::CompileCache::ISeq) && Bootsnap::CompileCache::ISeq.respond_to?(:cache_dir) && Bootsnap::CompileCache::ISeq.cache_dir
         report["bootsnap"] = { "version" => Bootsnap::VERSION.to_s, "compile_cache" => iseq ? true : false,
@@ -96,6 +100,10 @@ module Loadscan
       end
       if (c = report["cache"])
         lines << (c["exists"] ? "cache: #{c["path"]} (#{c["size"]} bytes, owner #{c["owner"]}, mode #{c["mode"]}, #{c["age_s"]} s old)" : "cache: none yet at #{c["path"]}")
+      end
+      if (bootsnap = report["bootsnap_load_path_cache"])
+        why = ", turned off by loadscan/setup: loadscan answers require" if report["bootsnap_turned_off_by_loadscan"] && bootsnap == "off"
+        lines << "Bootsnap's load-path cache: #{bootsnap}#{why}"
       end
       lines << "settings: #{report["settings"]&.map { |k, v| "#{k}=#{v}" }&.join(", ")}"
       lines << "last boot: #{report["last_boot"] ? LastBoot.describe(report["last_boot"]) : "none recorded yet"}"

@@ -8,8 +8,10 @@ module Loadscan
   # of the app shares; with LOADSCAN_GC=off they cover the whole boot.
   #
   # Per Ruby: 3.3 and later size each heap (RUBY_GC_HEAP_<i>_INIT_SLOTS, i = 0..4: 40, 80, 160,
-  # 320 and 640-byte slots), 3.1 its one heap (RUBY_GC_HEAP_INIT_SLOTS). A heap is sized to what
-  # the boot allocated in it (plus MARGIN), so that it never fills before that point; malloc's
+  # 320 and 640-byte slots), 3.1 its one heap (RUBY_GC_HEAP_INIT_SLOTS). A heap is sized to the
+  # objects live in it at the part's end times LIVE_ROOM (room for as much garbage again between
+  # two GCs), not to all the part allocated: a boot that allocated 5M objects would be told to
+  # touch a heap of 6M slots at every start, for runs that free mostly garbage anyway; malloc's
   # limit (RUBY_GC_MALLOC_LIMIT) is measured, by a boot that uses the heap sizes and a limit too
   # high to be reached, and set where that boot needs more than Ruby's default. A second boot
   # with the settings shows the runs that remain. They are read when Ruby starts, from the
@@ -19,6 +21,7 @@ module Loadscan
     DEFAULT_SLOTS = 10_000
     DEFAULT_MALLOC_LIMIT = 16 << 20
     MARGIN = 1.2
+    LIVE_ROOM = 2
     # The malloc limit of the measuring boot.
     UNREACHED = 1 << 30
 
@@ -50,7 +53,7 @@ module Loadscan
       return [] unless advice
 
       where = advice["part"] == "boot" ? "in the boot" : "before loadscan's setup"
-      lines = ["GC settings that remove the last boot's #{advice["last_runs"]} GC runs #{where} " \
+      lines = ["GC settings sized to the last boot's live objects, for its #{advice["last_runs"]} GC runs #{where} " \
                "(the environment's, read when Ruby starts, for the whole process):"]
       lines << "  #{advice["settings"].map { |k, v| "#{k}=#{v}" }.join(" ")}"
       if (w = advice["with_settings"])
@@ -64,20 +67,24 @@ module Loadscan
 
     def deferred? = @gc["deferred"] == true
     def runs(gc) = deferred? ? gc["runs_before_setup"] : gc["runs"]
-    def allocated(heap) = (deferred? ? heap["allocated_before_setup"] : heap["allocated"]).to_i
+    # Objects live in a heap at the part's end (a record without them: those allocated).
+    def live(heap)
+      n = deferred? ? heap["live_before_setup"] || heap["allocated_before_setup"] : heap["live"] || heap["allocated"]
+      n.to_i
+    end
 
     def heap_settings
       heaps = @gc["heaps"].select { |h| h.is_a?(Hash) }
       if @ruby >= Gem::Version.new("3.3")
-        heaps.each_with_index.to_h { |h, i| ["RUBY_GC_HEAP_#{i}_INIT_SLOTS", slots(allocated(h))] }.compact
+        heaps.each_with_index.to_h { |h, i| ["RUBY_GC_HEAP_#{i}_INIT_SLOTS", slots(live(h))] }.compact
       else
-        { "RUBY_GC_HEAP_INIT_SLOTS" => slots(heaps.sum { |h| allocated(h) }) }.compact
+        { "RUBY_GC_HEAP_INIT_SLOTS" => slots(heaps.sum { |h| live(h) }) }.compact
       end.transform_values(&:to_s)
     end
 
-    # Slots for `n` objects allocated, or nil where Ruby's default holds them.
+    # Slots for `n` live objects, or nil where Ruby's default holds them.
     def slots(n)
-      n * MARGIN > DEFAULT_SLOTS ? round_up(n * MARGIN, 1000) : nil
+      n * LIVE_ROOM > DEFAULT_SLOTS ? round_up(n * LIVE_ROOM, 1000) : nil
     end
 
     def round_up(x, unit) = (x / unit).ceil * unit

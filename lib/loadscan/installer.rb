@@ -45,7 +45,7 @@ module Loadscan
       gemfile = required("Gemfile")
       boot = required(File.join("config", "boot.rb"))
       rails = File.file?(File.join(@dir, "config", "application.rb"))
-      [Change.new(gemfile.rel, gemfile.text, Gemfile.after(gemfile.rel, gemfile.text, gemfile.eol, rails: rails), gemfile),
+      [Change.new(gemfile.rel, gemfile.text, Gemfile.after(gemfile.rel, gemfile.text, gemfile.eol, rails: rails, dir: @dir), gemfile),
        Change.new(boot.rel, boot.text, Boot.after(boot.rel, boot.text, boot.eol), boot), *dockerfile]
     end
 

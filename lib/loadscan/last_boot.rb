@@ -26,15 +26,17 @@ module Loadscan
         nil
       end
 
-      # The objects the last boot had allocated when it exited (its GC figures), if it was the
-      # program `key` names (Loadscan::BootGC.key) and it never said it had booted (then the
-      # next boot will say so again); else nil. Read at setup, trusted as `read` trusts the file,
-      # but silently and without JSON (which the app may not load).
-      def gc_mark(dir, key)
-        text = text(dir) or return nil
-        return nil if text[/"boot_key":"(\h+)"/, 1] != key || !text.include?('"boot_end_by":"exit"')
+      # How and where the last boot ended its boot (["exit", objects]: it never said it had
+      # booted; ["booted", objects], ["rails", objects]), if it was the program `key` names
+      # (Loadscan::BootGC.key); else nil. Read at setup, trusted as `read` trusts the file, but
+      # silently and without JSON (which the app may not load).
+      def gc_end(dir, key)
+        text = text(dir)&.b or return nil
+        return nil if text[/"boot_key":"(\h+)"/n, 1] != key
 
-        text[/"boot_end_objects":(\d+)/, 1]&.to_i
+        by = text[/"boot_end_by":"(\w+)"/n, 1]
+        objects = text[/"boot_end_objects":(\d+)/n, 1]
+        by && objects ? [by, objects.to_i] : nil
       end
 
       # A boot's figures in one line: `record` is a last boot's (`read`) or this boot's, with
@@ -61,7 +63,7 @@ module Loadscan
 
         before = g["runs_before_setup"].to_i
         deferral = if g["deferred"] then "deferred from setup, #{g["budget_runs"]} budget runs"
-                   else "not deferred"
+                   else "not deferred#{" (#{g["not_deferred"]})" if g["not_deferred"]}"
                    end
         ended = g["ended_by"] ? "ended by #{g["ended_by"]} after #{g["boot_ms"]} ms" : "not ended yet"
         "GC in the boot: #{g["runs"]} runs (#{g["minor"]} minor, #{g["major"]} major; #{g["time_ms"]} ms), " \
@@ -77,7 +79,7 @@ module Loadscan
 
         text, why = Native.read_last_boot(dir, Process.euid)
         yield why if why && block_given?
-        text&.force_encoding(Encoding::UTF_8) # JSON, which says it is UTF-8
+        text # UTF-8 text: the extension refuses a record that is not (CacheFile#read_last_boot)
       end
 
       # The record, a JSON object; else why not.

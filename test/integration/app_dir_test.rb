@@ -2,6 +2,7 @@
 
 require_relative "../test_helper"
 require_relative "../support/bundler_app"
+require_relative "../support/test_accounts"
 
 # Issue 29, item 4. Which app a process works for, and so where its cache is (Loadscan::App):
 # the boot and the command line must agree. Run in the app's directory without `bundle exec`,
@@ -10,6 +11,7 @@ require_relative "../support/bundler_app"
 # app's last boot; and `RUBYOPT="-rloadscan/setup -rbundler/setup"` put the cache in ~/.cache.
 # Every process here runs with HOME in the test's dir and no LOADSCAN_CACHE_DIR, as a user's.
 class AppDirTest < Minitest::Test
+  include Loadscan::TestSupport::TestAccounts
   SETUP = Loadscan::TestSupport::RubyProcess::SETUP
   BOOT = <<~RUBY
     require "bundler/setup" if File.file?(File.expand_path("../Gemfile", __dir__))
@@ -102,6 +104,51 @@ class AppDirTest < Minitest::Test
       assert_equal ["config/boot.rb", true, true], report.values_at("boot", "set_up_by_boot", "engaged"), out
       assert_equal File.join(app, "tmp", "cache", "loadscan"), report.dig("settings", "cache_dir")
       assert_equal File.join(app, "config", "boot.rb"), report.dig("last_boot", "program")
+    end
+  end
+
+  # Issue 34 (8): a stray empty Gemfile in a shared directory (world-writable and sticky, as
+  # /tmp), another user's, is no one's app: a script run below it gets the user's own cache dir,
+  # quietly, as root and as an ordinary user with umask 002, whose own app (775 dirs, 664 files)
+  # below it still is the app.
+  WHERE = %(require "loadscan/setup"; print [Loadscan::App.nearest, Loadscan.config.cache_dir].inspect)
+
+  def test_a_stray_gemfile_in_a_shared_dir_is_no_ones_app
+    skip "needs root to make test accounts and act as them" unless Process.euid.zero?
+    ensure_accounts
+    Dir.mktmpdir("loadscan-shared") do |top|
+      File.chmod(0o755, top)
+      shared = File.join(top, "shared")
+      Dir.mkdir(shared)
+      File.chmod(0o1777, shared)
+      stray = File.join(shared, "Gemfile")
+      File.write(stray, "")
+      File.chown(Etc.getpwnam("nobody").uid, Etc.getgrnam("nogroup").gid, stray)
+      script = ["-I", Loadscan::TestSupport::LIB, "-e", WHERE]
+      # root, in a directory of its own below the shared one.
+      mine = File.join(shared, "root-work")
+      Dir.mkdir(mine, 0o755)
+      run = run_ruby!(command: [RbConfig.ruby, *script], env: { "HOME" => top, "XDG_CACHE_HOME" => nil, "LOADSCAN_CACHE_DIR" => nil },
+                      chdir: mine)
+      assert_empty run.stderr
+      nearest, cache = eval(run.stdout) # rubocop:disable Security/Eval
+      assert_nil nearest
+      assert cache.start_with?(File.join(top, ".cache", "loadscan")), cache
+      # An ordinary user with umask 002: a directory of theirs below the shared one, then their app in it.
+      work = File.join(shared, "solo-work")
+      as_solo("mkdir", "-p", File.join(work, "home"), File.join(work, "app"), chdir: shared)
+      as_solo("sh", "-c", "printf 'source \"https://rubygems.org\"\\n' > app/Gemfile", chdir: work)
+      assert_equal [0o775, 0o664], [File.stat(File.join(work, "app")).mode & 0o777, File.stat(File.join(work, "app", "Gemfile")).mode & 0o777]
+      home = File.join(work, "home")
+      run = as_solo(RbConfig.ruby, *script, chdir: work, env: { "HOME" => home, "XDG_CACHE_HOME" => nil })
+      assert_empty run.stderr
+      nearest, cache = eval(run.stdout) # rubocop:disable Security/Eval
+      assert_nil nearest, "another user's Gemfile in a shared dir is not this user's app"
+      assert cache.start_with?(File.join(home, ".cache", "loadscan")), cache
+      run = as_solo(RbConfig.ruby, *script, chdir: File.join(work, "app"), env: { "HOME" => home, "XDG_CACHE_HOME" => nil })
+      assert_empty run.stderr
+      assert_equal [File.join(work, "app"), File.join(work, "app", "tmp", "cache", "loadscan")], eval(run.stdout) # rubocop:disable Security/Eval
+      refute File.exist?(File.join(shared, "tmp")), "nothing written in the shared dir"
     end
   end
 end

@@ -12,7 +12,8 @@ require "etc"
 # (`require "bootsnap/setup"`): Rails 8.1 with Bootsnap 1.24.6 on 3.3 and 3.4 (its Dockerfile
 # too), Debian's Rails 6.1 with its Bootsnap 1.13 on 3.1. The app then boots through bin/rails
 # with loadscan engaged, Bootsnap's compile cache on and its load-path cache off, loading what
-# it loads with loadscan disabled; Bootsnap's own settings still work; a second run changes
+# it loads with loadscan disabled and Bootsnap's load-path cache off (with loadscan disabled
+# alone, Bootsnap's load-path cache is on); Bootsnap's own settings still work; a second run changes
 # nothing; `loadscan doctor` reports engaged. The Dockerfile's steps, run as root, make an app
 # that boots as another user from the cache, read-only.
 class InstallTest < Minitest::Test
@@ -24,7 +25,6 @@ class InstallTest < Minitest::Test
   # Rails 6.1's generator adds these to a non-minimal app (`--minimal` skips Bootsnap).
   BOOTSNAP_GEM = %(gem 'bootsnap', '>= 1.4.4', require: false\n)
   BOOTSNAP_BOOT = %(require "bootsnap/setup" # Speed up boot time by caching expensive operations.\n)
-  NO_LOAD_PATH_CACHE = %(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache\n)
   REPORT = <<~RUBY
     File.binwrite(ENV.fetch("LOADSCAN_TEST_REPORT"), Marshal.dump(
       "engaged" => defined?(Loadscan) && Loadscan.engaged?, "loaded_features" => $LOADED_FEATURES.dup,
@@ -52,7 +52,7 @@ class InstallTest < Minitest::Test
     assert_equal [dry[0].sub("--dry-run: nothing written\n", ""), "changed Gemfile, config/boot.rb#{", Dockerfile" if @fx[:rails81]}"],
                  [install[0].sub(/changed .*\n\z/, ""), install[0][/changed [^;\n]*/]]
     assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", 0], again
-    boot = @fx[:before]["config/boot.rb"].sub(/^require "bootsnap/, "require \"loadscan/setup\"\n#{NO_LOAD_PATH_CACHE}require \"bootsnap")
+    boot = @fx[:before]["config/boot.rb"].sub(/^require "bootsnap/, "require \"loadscan/setup\"\nrequire \"bootsnap")
     assert_equal boot, @fx[:after]["config/boot.rb"]
     assert_match(/\ngem "loadscan", require: "loadscan\/railtie" # a load-path cache for require\n\z/, @fx[:after]["Gemfile"])
 
@@ -154,11 +154,14 @@ class InstallTest < Minitest::Test
 
   def assert_boots_engaged_with_bootsnaps_compile_cache(app, env)
     ours = boot(app, env)
-    disabled = boot(app, env, "LOADSCAN_DISABLE" => "1")
     assert ours.report["engaged"], ours.stderr
     assert_equal [false, true], ours.report.values_at("load_path_cache", "iseq_cache"), "Bootsnap: load-path cache, compile cache"
     refute_empty Dir[File.join(app, "tmp", "cache", "bootsnap", "compile-cache-iseq", "**", "*")]
     assert_empty Dir[File.join(app, "tmp", "cache", "bootsnap", "load-path-cache*")]
+    # Where loadscan is off, Bootsnap keeps its load-path cache (issue 34); with it off too, the
+    # boot loads what loadscan's does.
+    assert_equal [nil, true], boot(app, env, "LOADSCAN_DISABLE" => "1").report.values_at("stats", "load_path_cache")
+    disabled = boot(app, env, "LOADSCAN_DISABLE" => "1", "DISABLE_BOOTSNAP_LOAD_PATH_CACHE" => "1")
     assert_same_loaded_features(*[disabled, ours].map { |run| without_loadscan(run.report["loaded_features"], env["GEM_HOME"]) })
   end
 

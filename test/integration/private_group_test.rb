@@ -2,6 +2,7 @@
 
 require_relative "../test_helper"
 require_relative "../support/bundler_app"
+require_relative "../support/test_accounts"
 require "etc"
 
 # A developer's own account on Debian, Ubuntu or Fedora (issue 17): a private group per user and
@@ -12,30 +13,12 @@ require "etc"
 # (`bundler/setup` with a Gemfile.lock), as config/boot.rb does. Needs root to make the accounts and act
 # as them (`setpriv`, as `as_nobody:` does).
 class PrivateGroupTest < Minitest::Test
+  include Loadscan::TestSupport::TestAccounts
   SETUP = Loadscan::TestSupport::RubyProcess::SETUP
-  SOLO = "loadscan-solo" # and its private group
-  TEAM = "loadscan-team" # shared by loadscan-mate1 and loadscan-mate2
 
   def setup
     skip "needs root to make test accounts and act as them" unless Process.euid.zero?
     ensure_accounts
-  end
-
-  # The test accounts, made once, idempotently (the core's cache_dir test makes the same ones).
-  def ensure_accounts
-    system("groupadd", "-f", TEAM, exception: true)
-    [[SOLO, nil], ["loadscan-mate1", TEAM], ["loadscan-mate2", TEAM]].each do |user, group|
-      next if system("id", "-u", user, out: File::NULL, err: File::NULL)
-
-      system("useradd", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", *(["--groups", group] if group),
-             user, exception: true)
-    end
-  end
-
-  # Runs `argv` as SOLO, with its groups and umask 002 (run_ruby!: it must succeed); returns its Result.
-  def as_solo(*argv, chdir:)
-    run_ruby!(command: ["setpriv", "--reuid=#{SOLO}", "--regid=#{SOLO}", "--init-groups", "sh", "-c", 'umask 002 && exec "$@"', "sh", *argv],
-              env: { "HOME" => chdir, "LOADSCAN_CACHE_DIR" => nil }, chdir: chdir)
   end
 
   # The app's boot (config/boot.rb, as in Rails: loadscan set up from config/): prints its

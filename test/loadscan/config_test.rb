@@ -21,7 +21,7 @@ class ConfigTest < Minitest::Test
     assert c.lazy
     refute c.readonly
     refute c.stats
-    assert c.gc, "GC deferred during the boot by default"
+    assert_equal :auto, c.gc, "GC deferred during the boot where it has a known end, by default"
     assert_equal 0, c.threads
     assert_equal "mtime", c.validate
     assert_equal "/tmp/c", c.cache_dir
@@ -39,7 +39,7 @@ class ConfigTest < Minitest::Test
   BAD = {
     "LOADSCAN_THREADS" => ["abc", /LOADSCAN_THREADS "abc" is not a whole number/, :threads, 0],
     "LOADSCAN_LAZY" => ["maybe", /LOADSCAN_LAZY="maybe" is not a flag .*using the default \(on\)/, :lazy, true],
-    "LOADSCAN_GC" => ["later", /LOADSCAN_GC="later" is not a flag .*using the default \(on\)/, :gc, true],
+    "LOADSCAN_GC" => ["later", /LOADSCAN_GC="later" is not auto, on or off; using the default \(auto\)/, :gc, :auto],
     "LOADSCAN_VALIDATE" => ["digest", /LOADSCAN_VALIDATE "digest" is not one of mtime, listing/, :validate, "mtime"],
     "LOADSCAN_CACHE_DIR" => ["relative/dir", /LOADSCAN_CACHE_DIR "relative\/dir" is not an absolute path/, :cache_dir, nil],
     "LOADSCAN_READ_ONLY" => ["1", /LOADSCAN_READ_ONLY is not a loadscan setting \(did you mean LOADSCAN_READONLY\?\)/, :readonly, false],
@@ -98,8 +98,7 @@ class ConfigTest < Minitest::Test
   end
 
   FLAG_VARIABLES = { "LOADSCAN_DISABLE" => [:enabled, true, true], "LOADSCAN_READONLY" => [:readonly, false, false],
-                     "LOADSCAN_LAZY" => [:lazy, true, false], "LOADSCAN_STATS" => [:stats, false, false],
-                     "LOADSCAN_GC" => [:gc, true, false] }.freeze
+                     "LOADSCAN_LAZY" => [:lazy, true, false], "LOADSCAN_STATS" => [:stats, false, false] }.freeze
 
   # Each flag variable, each spelling, in any case and with spaces around; a bad value is one
   # problem naming the variable and the value, and the default applies.
@@ -123,6 +122,18 @@ class ConfigTest < Minitest::Test
                       "(#{(inverted ? !default : default) ? "on" : "off"})"], c.problems
       end
     end
+  end
+
+  # LOADSCAN_GC: auto (the default, blank too), or a flag in any of its spellings; anything else is
+  # one problem and auto.
+  def test_gc_setting
+    ["auto", " AUTO ", "", "  "].each { |v| assert_equal [:auto, []], [config({ "LOADSCAN_GC" => v }).gc, config({ "LOADSCAN_GC" => v }).problems], v }
+    { "1" => true, "on" => true, "Yes" => true, " TRUE\t" => true, "0" => false, "off" => false, "No" => false, "false" => false }.each do |v, on|
+      c = config({ "LOADSCAN_GC" => v })
+      assert_equal [on, []], [c.gc, c.problems], v.inspect
+    end
+    c = config({ "LOADSCAN_GC" => "2" })
+    assert_equal [:auto, ['LOADSCAN_GC="2" is not auto, on or off; using the default (auto)']], [c.gc, c.problems]
   end
 
   def test_cache_flag_turns_the_cache_off_whatever_the_dir

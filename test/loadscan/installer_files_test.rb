@@ -40,6 +40,24 @@ class InstallerFilesTest < Minitest::Test
     end
   end
 
+  # Issue 34 (7): loadscan declared through `eval_gemfile`: the Gemfile is left as it is (a
+  # second `gem "loadscan"` made Bundler refuse every command), Bundler still locks it, and the
+  # app boots with loadscan engaged.
+  def test_an_app_declaring_loadscan_through_eval_gemfile_still_boots
+    with_files([["Gemfile", %(source "https://rubygems.org"\neval_gemfile "gemfiles/tools.rb"\n)],
+                ["gemfiles/tools.rb", %(gem "loadscan", path: #{Loadscan::TestSupport::ROOT.inspect}, require: false\n)],
+                ["config/boot.rb", %(ENV["BUNDLE_GEMFILE"] ||= File.expand_path("../Gemfile", __dir__)\nrequire "bundler/setup"\n)]]) do |app|
+      gemfile = File.read(File.join(app, "Gemfile"))
+      out, err, status = install(app)
+      assert_equal [0, ""], [status, err], out
+      assert_equal gemfile, File.read(File.join(app, "Gemfile"))
+      Loadscan::TestSupport::BundlerApp.bundle_lock(app)
+      boot = File.join(app, "config", "boot.rb")
+      run = run_ruby(%(require #{boot.inspect}\nreport("engaged" => Loadscan.engaged?)), env: Loadscan::TestSupport::BundlerApp.env(app))
+      assert_equal({ "engaged" => true }, run.report, run.stderr)
+    end
+  end
+
   # (c) A symlinked Gemfile (relative, through a second link) and config/boot.rb (absolute):
   # the links stay, their targets are edited. A dangling one is refused.
   def test_symlinks_stay_links_and_their_targets_are_edited

@@ -18,7 +18,8 @@ class InstallerTest < Minitest::Test
     require "bundler/setup" # Set up gems listed in the Gemfile.
     require "bootsnap/setup" # Speed up boot time by caching expensive operations.
   RUBY
-  NO_LOAD_PATH_CACHE = %(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache\n)
+  # What install wrote before Bootsnap's line until issue 34 (loadscan/setup decides now): taken out.
+  OLD_NO_LOAD_PATH_CACHE = %(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache\n)
   LOADSCAN_LINE = %(gem "loadscan", require: false # a load-path cache for require\n)
 
   def test_rails_app_with_bootsnap_dry_run_then_install_then_nothing
@@ -28,7 +29,7 @@ class InstallerTest < Minitest::Test
       assert_equal [0, ""], [status, err]
       assert_equal before, files(dir), "--dry-run wrote"
       assert_includes out, %(+gem "loadscan", require: "loadscan/railtie")
-      assert_includes out, %( require "bundler/setup" # Set up gems listed in the Gemfile.\n+require "loadscan/setup"\n+#{NO_LOAD_PATH_CACHE})
+      assert_includes out, %( require "bundler/setup" # Set up gems listed in the Gemfile.\n+require "loadscan/setup"\n require "bootsnap/setup")
       assert_includes out, %(\n require "bootsnap/setup" # Speed up boot time by caching expensive operations.\n)
       assert out.end_with?("--dry-run: nothing written\n"), out
 
@@ -36,7 +37,7 @@ class InstallerTest < Minitest::Test
       assert_equal [0, ""], [status, err]
       assert_equal out.sub("--dry-run: nothing written", "changed Gemfile, config/boot.rb; now run `bundle install`"), out2
       after = files(dir)
-      assert_equal RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n#{NO_LOAD_PATH_CACHE})), after["config/boot.rb"]
+      assert_equal RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n)), after["config/boot.rb"]
       assert_equal %(#{GEMFILE}gem "loadscan", require: "loadscan/railtie" # a load-path cache for require\n), after["Gemfile"]
 
       assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", "", 0], install(dir)
@@ -107,6 +108,61 @@ class InstallerTest < Minitest::Test
     end
   end
 
+  # Issue 34 (7): files `eval_gemfile` names are read through, relative to the file naming
+  # them (a `gem "loadscan"` there is loadscan's line); each: the Gemfile, the files it
+  # evaluates, and whether install adds the line.
+  EVALUATED = [
+    [%(eval_gemfile "Gemfile.common"\n), { "Gemfile.common" => %(gem "loadscan"\n) }, false],
+    [%(eval_gemfile File.expand_path("gemfiles/base.rb", __dir__)\n),
+     { "gemfiles/base.rb" => %(eval_gemfile "tools.rb"\n), "gemfiles/tools.rb" => %(gem "loadscan", require: false\n) }, false],
+    [%(source "https://rubygems.org"\neval_gemfile "Gemfile.common"\n), { "Gemfile.common" => %(gem "rack"\n) }, true],
+    [%(eval_gemfile "Gemfile.local" if File.exist?("Gemfile.local")\n), { "Gemfile.local" => %(gem "pry"\n) }, true],
+  ].freeze
+
+  def test_a_gemfile_evaluating_others_is_read_through
+    EVALUATED.each do |gemfile, others, added|
+      with_files([["Gemfile", gemfile], ["config/boot.rb", %(require "bundler/setup"\n)], *others.to_a]) do |dir|
+        out, err, status = install(dir)
+        assert_equal [0, ""], [status, err], gemfile
+        assert_equal added ? gemfile + LOADSCAN_LINE : gemfile, files(dir)["Gemfile"], gemfile
+        assert_includes out, "changed #{added ? "Gemfile, config/boot.rb" : "config/boot.rb"}", gemfile
+        others.each { |rel, text| assert_equal text, File.read(File.join(dir, rel)), "#{rel} is never written" }
+      end
+    end
+  end
+
+  # Gemfiles whose declarations install cannot see, refused naming the line (nothing written);
+  # and one whose evaluated file names loadscan only for some boots.
+  UNSEEN = [
+    [%(source "https://rubygems.org"\neval_gemfile "missing.rb"\n), {}, /Gemfile line 2 \(eval_gemfile "missing.rb"\) declares gems through `eval_gemfile` of missing.rb, which could not be read \(No such file/],
+    [%(eval_gemfile ENV.fetch("SHARED_GEMFILE")\n), {}, /line 1 .* through `eval_gemfile` of a path that is not a string literal/],
+    [%(eval_gemfile "a.rb"\n), { "a.rb" => %(eval_gemfile "b.rb"\n), "b.rb" => %(eval_gemfile "a.rb"\n) }, /b.rb line 1 \(eval_gemfile "a.rb"\) .*a cycle/],
+    [%(eval_gemfile "fifo"\n), { "fifo" => :fifo }, /which is not a regular file \(fifo\)/],
+    [%(instance_eval(File.read("Gemfile.shared"))\n), { "Gemfile.shared" => %(gem "loadscan"\n) }, /line 1 \(instance_eval\(File.read\("Gemfile.shared"\)\)\) declares gems through `instance_eval`/],
+    [%(gem "rack"\n%w[loadscan pry].each { |g| gem g }\n), {}, /line 2 \(%w\[loadscan pry\].each \{ \|g\| gem g \}\) declares gems through `gem`/],
+    [%(group :test do\n  send(:gem, "loadscan")\nend\n), {}, /line 2 .* through `send`/],
+  ].freeze
+
+  def test_refuses_a_gemfile_declaring_gems_it_cannot_read
+    UNSEEN.each do |gemfile, others, message|
+      with_files([["Gemfile", gemfile], ["config/boot.rb", %(require "bundler/setup"\n)], *others.reject { |_, t| t == :fifo }]) do |dir|
+        others.each { |rel, t| system("mkfifo", File.join(dir, rel), exception: true) if t == :fifo }
+        before = files(dir)
+        out, err, status = install(dir)
+        assert_equal ["", 1], [out, status], gemfile
+        assert_match message, err, gemfile
+        assert_includes err, "cannot tell whether every boot's bundle has loadscan; add a top-level `gem \"loadscan\"` line by hand"
+        assert_equal before, files(dir), gemfile
+      end
+    end
+    with_files([["Gemfile", %(group :development do\n  eval_gemfile "dev.rb"\nend\n)], ["dev.rb", %(gem "rack"\ngem "loadscan"\n)],
+                ["config/boot.rb", %(require "bundler/setup"\n)]]) do |dir|
+      out, err, status = install(dir)
+      assert_equal ["", 1], [out, status]
+      assert_includes err, "Gemfile names loadscan only for some boots: dev.rb line 2 (gem \"loadscan\"), inside `group :development do`"
+    end
+  end
+
   def test_bootsnap_already_without_its_load_path_cache_is_kept
     boot = %(require "bundler/setup"\nrequire "bootsnap"\nBootsnap.setup(cache_dir: "tmp/cache",\n  load_path_cache: false)\n)
     with_files([["Gemfile", GEMFILE], ["config/boot.rb", boot]]) do |dir|
@@ -122,12 +178,38 @@ class InstallerTest < Minitest::Test
     with_files([["Gemfile", GEMFILE], ["config/boot.rb", RAILS_BOOT.sub("\nrequire \"bundler", "\n#{settings}require \"bundler")]]) do |dir|
       assert_equal 0, install(dir).last
       assert_equal RAILS_BOOT.sub("\nrequire \"bundler", "\n#{settings}require \"bundler")
-                             .sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n#{NO_LOAD_PATH_CACHE})), files(dir)["config/boot.rb"]
+                             .sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n)), files(dir)["config/boot.rb"]
     end
     own = %(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] = "yes"\n)
     with_files([["Gemfile", GEMFILE], ["config/boot.rb", own + RAILS_BOOT]]) do |dir|
       assert_equal 0, install(dir).last
       assert_equal own + RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n)), files(dir)["config/boot.rb"]
+    end
+  end
+
+  # Issue 34: loadscan/setup decides Bootsnap's load-path cache (off only where loadscan is
+  # engaged), so an app an earlier install edited loses the line that turned it off on every
+  # boot, once; the user's own setting of the variable stays.
+  def test_the_line_turning_bootsnaps_cache_off_on_every_boot_is_taken_out
+    edited = RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n#{OLD_NO_LOAD_PATH_CACHE}))
+    gemfile = %(#{GEMFILE}gem "loadscan", require: "loadscan/railtie"\n)
+    with_files([["Gemfile", gemfile], ["config/boot.rb", edited], ["config/application.rb", ""]]) do |dir|
+      out, err, status = install(dir)
+      assert_equal [0, ""], [status, err], out
+      assert_includes out, %( require "loadscan/setup"\n-#{OLD_NO_LOAD_PATH_CACHE} require "bootsnap/setup")
+      assert_equal({ "Gemfile" => gemfile, "config/boot.rb" => RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n)) },
+                   files(dir))
+      assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", "", 0], install(dir)
+    end
+    # CRLF, and the old line last in a file that does not end with a newline.
+    last = %(require "bundler/setup"\r\nrequire "loadscan/setup"\r\n#{OLD_NO_LOAD_PATH_CACHE.chomp})
+    own = %(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1"\n#{RAILS_BOOT})
+    [[last, %(require "bundler/setup"\r\nrequire "loadscan/setup"\r\n)],
+     [own, own.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n))]].each do |boot, expected|
+      with_files([["Gemfile", GEMFILE], ["config/boot.rb", boot]]) do |dir|
+        assert_equal 0, install(dir).last
+        assert_equal expected, files(dir)["config/boot.rb"]
+      end
     end
   end
 
@@ -139,7 +221,8 @@ class InstallerTest < Minitest::Test
     [%(require "bundler/setup"; require "x"\n), /found line 1: require "bundler\/setup"; require "x"/],
     [%(require "bundler/setup"\nrequire "bootsnap/setup" if ENV["BOOTSNAP"]\n), /expected `require "bootsnap\/setup"`.*line 2/],
     [%(require "bundler/setup"\nrequire "bootsnap"\nBootsnap.setup(cache_dir: "tmp/cache")\n), /expected `require "bootsnap\/setup"`.*line 2: require "bootsnap"; line 3: Bootsnap.setup/],
-    [%(require "bundler/setup"\nrequire "bootsnap/setup"\nENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] = "1"\n), /expected `ENV\["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"\] \|\|= "1".*` before `require "bootsnap\/setup"`, found line 3/],
+    [%(require "bootsnap/setup"\nrequire "bundler/setup"\n), /expected `require "bootsnap\/setup"` after `require "bundler\/setup"`, found line 1/],
+    [%(require "bundler/setup"\nrequire "bootsnap/setup"\nrequire "loadscan/setup"\n), /expected `require "loadscan\/setup"` before `require "bootsnap\/setup"`, found line 2: .*; line 3: /],
     [%(require "bundler/setup"\nrequire "bootsnap/setup"\nBootsnap.instrumentation = ->(*) {}\n), /found line 2: .*; line 3: Bootsnap.instrumentation/],
   ].freeze
 

@@ -292,7 +292,12 @@ fn the_last_boots_record_is_read_only_when_the_cache_would_be() {
     let refusal = |why: &str| Err(format!("{} is not used: {why}", path.display()));
     assert_eq!(cache.read_last_boot(), Ok(None));
     cache.record_last_boot(b"{\"hits\":1}").unwrap();
-    assert_eq!(cache.read_last_boot(), Ok(Some(b"{\"hits\":1}".to_vec())));
+    assert_eq!(cache.read_last_boot(), Ok(Some("{\"hits\":1}".to_string())));
+    // Text or nothing: bytes that are not UTF-8 (four 0xff in the middle) are refused here.
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, b"{\"hits\"\xff\xff\xff\xff:1}").unwrap();
+    chmod(&path, 0o644);
+    assert_eq!(cache.read_last_boot(), refusal("not UTF-8 text (byte 7)"));
     chmod(&path, 0o666);
     assert_eq!(cache.read_last_boot(), refusal("writable by group or others (mode 666)"));
     std::fs::remove_file(&path).unwrap();

@@ -150,7 +150,7 @@ fn a_boot_follows_load_path_saves_and_records_its_figures_and_the_next_one_start
     let recorded = std::fs::read_to_string(t.path("cache").join(LAST_BOOT_FILE)).unwrap();
     assert!(recorded.starts_with("{\"program\":\"t\",") && recorded.contains("\"hits\":1,"), "{recorded}");
     assert!(recorded.contains("\"load_path_entries\":2,"), "{recorded}");
-    assert_eq!(cache_in(&t).read_last_boot(), Ok(Some(recorded.into_bytes())), "read back as written");
+    assert_eq!(cache_in(&t).read_last_boot(), Ok(Some(recorded)), "read back as written");
     // The next boot starts from the cache: nothing listed again, the same answers.
     let (mut warm, _) = started(&[t.path("gem/lib"), t.path("lib")], Some(cache_in(&t)));
     let stats = warm.stats(&Counters::new());

@@ -7,7 +7,8 @@
 //!   `$LOAD_PATH.resolve_feature_path`;
 //! - `state.rs`: every static and the one lock policy; `load_path.rs`: the `$LOAD_PATH` mirror;
 //! - `convert.rs`: every conversion of an answer, figure or problem to Ruby; `options.rs`:
-//!   `start`'s keywords; `hooks.rs`: the callables told what happens; `nogvl.rs`: the GVL.
+//!   `start`'s keywords; `hooks.rs`: the callables told what happens; `nogvl.rs`: the GVL; `ticker.rs`: the GC
+//!   deferral's clock.
 
 mod convert;
 mod decorator;
@@ -17,8 +18,10 @@ mod native;
 mod nogvl;
 mod options;
 mod state;
+mod ticker;
 
 use loadscan_core::{ProblemKind, Validation};
+use magnus::rb_sys::AsRawValue;
 use magnus::{function, method, prelude::*, Error, RModule, Ruby, Value};
 
 #[magnus::init]
@@ -43,6 +46,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("stable_hash", function!(native::stable_hash, 1))?;
     native.define_module_function("hold_for_fork", function!(native::hold_for_fork, 0))?;
     native.define_module_function("release_after_fork", function!(native::release_after_fork, 0))?;
+    native.define_module_function("start_ticker", function!(|m: Value, ms: u64| ticker::start(m.as_raw(), ms), 2))?;
+    native.define_module_function("stop_ticker", function!(ticker::stop, 0))?;
     let decorator = native.define_module("Decorator")?;
     // Ractor-safe: called in any Ractor, it serves only the one that started loadscan and sends
     // the others to Ruby's own require (state.rs).

@@ -74,12 +74,12 @@ pub fn clear_cache(ruby: &Ruby, dir: RString, uid: u32) -> Value {
 }
 
 /// `read_last_boot(dir, uid)`: the last boot's record in `dir`, read as the cache is (the cache
-/// dir's checks for `uid`, then the file's): `[text, nil]`, `[nil, nil]` when none was recorded,
+/// dir's checks for `uid`, then the file's): `[text, nil]` (UTF-8), `[nil, nil]` when none was recorded,
 /// or `[nil, why]` (one line for a warning).
 pub fn read_last_boot(ruby: &Ruby, dir: RString, uid: u32) -> (Option<RString>, Option<String>) {
     let cache = cache_in(dir, uid);
     match cache.read_last_boot() {
-        Ok(record) => (record.map(|text| ruby.str_from_slice(&text)), None),
+        Ok(record) => (record.map(|text| ruby.str_new(&text)), None),
         Err(why) => (None, Some(why)),
     }
 }

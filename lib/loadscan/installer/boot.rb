@@ -3,11 +3,12 @@
 module Loadscan
   class Installer
     # config/boot.rb: `require "loadscan/setup"` after its one top-level `require
-    # "bundler/setup"`, and Bootsnap's load-path cache turned off (it would answer requires before
-    # loadscan). Rails' `require "bootsnap/setup"` stays, after a line setting the variable
-    # Bootsnap reads (`DISABLE_BOOTSNAP_LOAD_PATH_CACHE`: any value turns that cache off), so
-    # every other `BOOTSNAP_*` setting and config/bootsnap.rb keep working; a hand-written
-    # `Bootsnap.setup` with `load_path_cache: false` is kept as it is. Only these top-level
+    # "bundler/setup"`, before Rails' `require "bootsnap/setup"`: loadscan/setup turns Bootsnap's
+    # load-path cache off (it would answer requires before loadscan) only when loadscan is
+    # engaged, so a boot without it (LOADSCAN_DISABLE=1, no Rust to build it) keeps Bootsnap's.
+    # Every `BOOTSNAP_*` setting and config/bootsnap.rb keep working; a hand-written
+    # `Bootsnap.setup` with `load_path_cache: false` is kept as it is. The line earlier installs
+    # wrote (turning Bootsnap's cache off on every boot) is taken out. Only these top-level
     # statements, each alone on its line, are recognised: any other mention of Bundler's setup or
     # Bootsnap in code (comments are not code) makes it refuse.
     module Boot
@@ -15,21 +16,27 @@ module Loadscan
       BOOTSNAP_LINE = /\A\s*require[ (]\s*["']bootsnap\/setup["']\s*\)?\s*(#.*)?\z/
       LOADSCAN_SETUP = %(require "loadscan/setup")
       NO_LOAD_PATH_CACHE_VAR = "DISABLE_BOOTSNAP_LOAD_PATH_CACHE"
-      NO_LOAD_PATH_CACHE = %(ENV["#{NO_LOAD_PATH_CACHE_VAR}"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache)
+      # What `loadscan install` wrote before `require "bootsnap/setup"` until issue 34: taken out.
+      OLD_NO_LOAD_PATH_CACHE = %(ENV["#{NO_LOAD_PATH_CACHE_VAR}"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache)
 
       module_function
 
       # The new text of config/boot.rb (`text` when it needs nothing); raises Refused. The new
       # text is read again: it must parse, hold `require "loadscan/setup"` as a statement of its
-      # own and need nothing more.
+      # own (before `require "bootsnap/setup"`) and need nothing more.
       def after(rel, text, eol)
-        inserts = edits(RubySource.new(rel, text))
-        after = Installer.insert(text.lines, inserts, eol)
+        source = RubySource.new(rel, text)
+        lines = text.lines
+        old = old_lines(source)
+        inserts = edits(source)
+        # The old line goes, and with it the line ending it gave the line before (none at the end).
+        old.sort.reverse_each { |n| lines.delete_at(n - 1) }
+        inserts = inserts.transform_keys { |i| i - old.count { |n| n <= i } }
+        after = Installer.insert(lines, inserts, eol)
         return after if after == text
 
         check = RubySource.new(rel, after)
-        added = inserts.values.flatten.include?(LOADSCAN_SETUP)
-        return after if edits(check).empty? && (!added || check.statements.any? { |node| RubySource.required(node) == "loadscan/setup" })
+        return after if edits(check).empty? && old_lines(check).empty? && loadscan_first?(check)
 
         raise Refused, "#{rel}: the lines added would not be read as statements of their own; #{BY_HAND}"
       end
@@ -38,11 +45,30 @@ module Loadscan
       def edits(source)
         inserts = Hash.new { |h, k| h[k] = [] }
         bundler = only_require(source, "bundler/setup", BUNDLER_LINE, "one top-level `require \"bundler/setup\"` line")
-        inserts[bundler] << LOADSCAN_SETUP if source.mentions(%r{loadscan/setup}).empty?
-        if (line = bootsnap_setup(source))
-          inserts[line - 1] << NO_LOAD_PATH_CACHE
+        bootsnap = bootsnap_setup(source)
+        if source.mentions(%r{loadscan/setup}).empty?
+          refuse(source, "`require \"bootsnap/setup\"` after `require \"bundler/setup\"`", source.mentions(/bootsnap/i)) if bootsnap && bootsnap < bundler
+          inserts[bundler] << LOADSCAN_SETUP
+        elsif !loadscan_first?(source)
+          refuse(source, "`require \"loadscan/setup\"` before `require \"bootsnap/setup\"`", source.mentions(%r{loadscan/setup|bootsnap/setup}))
         end
         inserts
+      end
+
+      # Whether a top-level `require "loadscan/setup"` comes before Rails' `require "bootsnap/setup"`
+      # (if any): loadscan/setup decides Bootsnap's load-path cache.
+      def loadscan_first?(source)
+        loadscan = source.statements.find { |node| RubySource.required(node) == "loadscan/setup" } or return false
+        bootsnap = source.statements.find { |node| RubySource.required(node) == "bootsnap/setup" } or return true
+        RubySource.first_line(loadscan) < RubySource.first_line(bootsnap)
+      end
+
+      # The lines (from 1) holding the line earlier installs wrote, a statement alone on its line.
+      def old_lines(source)
+        source.statements.filter_map do |node|
+          line = RubySource.first_line(node)
+          line if env_assignment(node) == [NO_LOAD_PATH_CACHE_VAR, true] && source.line(line).strip == OLD_NO_LOAD_PATH_CACHE
+        end
       end
 
       # The line (from 1) of the one top-level `require "feature"`, alone on a line of `form`,
@@ -67,24 +93,20 @@ module Loadscan
         raise Refused, "#{source.rel} is not a form loadscan install edits: expected #{expected}, found #{found}; #{BY_HAND}"
       end
 
-      # The line of Rails' `require "bootsnap/setup"` when the variable turning its load-path
-      # cache off still has to be set before it; nil when Bootsnap is absent or already so.
+      # The line of Rails' `require "bootsnap/setup"`; nil when Bootsnap is absent or set up by
+      # hand without its load-path cache. Any other form: Refused.
       def bootsnap_setup(source)
         mentions = source.mentions(/bootsnap/i)
         return nil if mentions.empty?
 
         envs = source.statements.select { |node| env_assignment(node) }
         known = envs.each_with_object({}) { |node, into| RubySource.positions(node, into) }
-        return nil if compile_cache_only?(source, mentions, known)
+        return nil if mentions.all? { |pos, _| known[pos] } || compile_cache_only?(source, mentions, known) # no Bootsnap set up here
 
         setups = source.statements.select { |node| RubySource.required(node) == "bootsnap/setup" }
         line = alone(source, setups[0], BOOTSNAP_LINE) if setups.size == 1
         refuse(source, BOOTSNAP_FORMS, mentions) unless line && mentions.all? { |pos, _| known[pos] || RubySource.positions(setups[0])[pos] }
-        disabled = envs.select { |node| env_assignment(node)[0] == NO_LOAD_PATH_CACHE_VAR }
-        return line if disabled.empty?
-        return nil if disabled.all? { |node| RubySource.first_line(node) < line && env_assignment(node)[1] }
-
-        refuse(source, "`#{NO_LOAD_PATH_CACHE}` before `require \"bootsnap/setup\"`", source.mentions(/\A#{NO_LOAD_PATH_CACHE_VAR}\z/o))
+        line
       end
 
       BOOTSNAP_FORMS = "`require \"bootsnap/setup\"` (or a `Bootsnap.setup` with `load_path_cache: false`)"

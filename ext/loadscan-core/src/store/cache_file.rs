@@ -110,8 +110,9 @@ impl CacheFile {
     /// Reads the last boot's figures back (the JSON [`CacheFile::record_last_boot`] wrote),
     /// trusted as the cache is (the directory's checks, then [`CacheDir::read_small`]'s, up to
     /// [`MAX_LAST_BOOT_LEN`]): `Ok(None)` when none was recorded. The error is one line for a
-    /// warning, naming the file.
-    pub fn read_last_boot(&self) -> Result<Option<Vec<u8>>, String> {
+    /// warning, naming the file. The record is UTF-8 text (JSON) or refused here, the one place
+    /// it is decoded: what reads it (a regex at setup, JSON for doctor) gets valid text or none.
+    pub fn read_last_boot(&self) -> Result<Option<String>, String> {
         let path = self.dir.join(LAST_BOOT_FILE);
         let not_used = |why: String| Err(format!("{} is not used: {why}", path.display()));
         let dir = match CacheDir::open(&self.dir, self.uid) {
@@ -120,7 +121,11 @@ impl CacheFile {
             Err(e) => return not_used(e.kind().to_string()),
         };
         match dir.read_small(LAST_BOOT_FILE, MAX_LAST_BOOT_LEN) {
-            Ok(record) => Ok(record),
+            Ok(None) => Ok(None),
+            Ok(Some(bytes)) => match String::from_utf8(bytes) {
+                Ok(text) => Ok(Some(text)),
+                Err(e) => not_used(format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to())),
+            },
             Err(LoadErrorKind::NotAFile("symlink")) => not_used("it is a symlink".into()),
             Err(LoadErrorKind::NotAFile(what)) => not_used(format!("not a regular file ({what})")),
             Err(LoadErrorKind::Untrusted(why)) => not_used(why),
