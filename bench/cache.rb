@@ -5,12 +5,13 @@
 #
 #   ruby bench/cache.rb [--sizes 5000,50000,200000] [--reps 7]
 #
-# Run with Ruby 3.4.5 (PATH=/opt/rubies/ruby-3.4.5/bin:$PATH), it measures against Bootsnap 1.24.6
-# from the Rails 8.1 gem set (bin/setup-rails-gems); with Debian's Ruby 3.1, against Debian's
-# ruby-bootsnap 1.13 (the older stack). The output's first line names the Ruby and Bootsnap.
+# Run with Ruby 3.3.8 (PATH=/opt/rubies/ruby-3.3.8/bin:$PATH), it measures against Bootsnap 1.26.1
+# (Debian sid's, from that Ruby's Rails stack: bin/setup-rails-gems); with Debian's Ruby 3.1,
+# against Debian's ruby-bootsnap 1.13 (the older stack); Ruby 3.4's stack has no Bootsnap. The
+# output's first line names the Ruby and Bootsnap.
 #
 # Each size is a tree of 250 gem-like lib dirs (tmp/bench/cache-trees/N, made once), on GEM_PATH
-# (stable for both) with Ruby's own gem dirs and the Rails 8.1 gem set's home
+# (stable for both) with Ruby's own gem dirs and the Rails stack's home of native gems
 # (Fixtures::Bundle.ruby_gem_path). loadscan: a cold boot with LOADSCAN_LAZY=0 writes a cache of
 # every feature; ext/loadscan-core/examples/cache.rs then times `store::load` +
 # `Index::from_snapshot` + ranking + the first lookup REPS times in one process: its first

@@ -1,5 +1,5 @@
 # frozen_string_literal: true
-# A real Rails 8.1 app's warm boot, five ways (bench/support/rails_app.rb): stock, Bootsnap as
+# A real Rails 7.2.4 app's warm boot, five ways (bench/support/rails_app.rb): stock, Bootsnap as
 # `rails new` wires it (load-path cache and compile cache), loadscan + Bootsnap's compile cache
 # (what `loadscan install` makes of it: GC deferred during the boot, loadscan's default), the same
 # with LOADSCAN_GC=off, and loadscan alone; `bin/rails runner nil` in each environment asked for
@@ -7,7 +7,9 @@
 #
 #   ruby bench/rails.rb [--rounds 10] [--envs development,production] [--no-instructions] [--jobs 2]
 #
-# Needs Ruby 3.2+ with the Rails 8.1 gem set (bin/setup). Per environment: every cache warmed
+# Needs Ruby 3.2+ with Debian sid's Rails stack (bin/setup-rails-gems): on Ruby 3.3.8 against
+# Bootsnap 1.26.1 (sid's); Ruby 3.4's stack has no Bootsnap, so there only stock and loadscan
+# alone boot, and the ratios are against stock. Per environment: every cache warmed
 # (two untimed boots each); one boot of each with GC::Profiler on, for the cause of every major
 # GC and the features loaded (against stock's, Bootsnap's, msgpack's and loadscan's own files
 # left out); ROUNDS alternating rounds of CPU time (user + system of the child), median, and
@@ -33,7 +35,7 @@ App = Bench::RailsApp
 Stats = Bench::Stats
 app = App.ensure(regen: opts[:regen])
 lock = File.read(File.join(app, "Gemfile.lock"))
-versions = %w[railties bootsnap zeitwerk].map { |g| "#{g} #{lock[/^    #{g} \(([^)]+)\)/, 1]}" }.join(", ")
+versions = %w[railties bootsnap zeitwerk].map { |g| "#{g} #{lock[/^    #{g} \(([^)]+)\)/, 1] || "none"}" }.join(", ")
 puts "Rails app #{app} (#{versions}), #{RUBY_DESCRIPTION}; load average #{File.read("/proc/loadavg").split.first(3).join(" ")}"
 
 results = opts[:envs].to_h do |rails_env|
@@ -57,7 +59,7 @@ rows = results.flat_map do |rails_env, r|
     diff = App.features_vs_stock(r[:profiled][name], r[:profiled]["stock"])
     same = diff.values.all?(&:empty?) ? "same" : "+#{diff[:extra].size} −#{diff[:missing].size}"
     [rails_env, App::LABELS.fetch(name), format("%.0f", Stats.median(t) * 1000),
-     format("%.0f–%.0f", t.min * 1000, t.max * 1000), fmt_ratio.(t, r[:cpu]["stock"]), fmt_ratio.(t, r[:cpu]["bootsnap"]),
+     format("%.0f–%.0f", t.min * 1000, t.max * 1000), fmt_ratio.(t, r[:cpu]["stock"]), (r[:cpu]["bootsnap"] ? fmt_ratio.(t, r[:cpu]["bootsnap"]) : "-"),
      n ? format("%.1f", n / 1e6) : "-", n && ref ? format("%.3f", n.fdiv(ref[:instructions])) : "-",
      App.gc_summary(c ? c[:report] : r[:profiled][name], r[:profiled][name]),
      (c ? c[:report] : r[:profiled][name])[:gc][:old_objects].to_s, same]

@@ -4,9 +4,10 @@
 #
 #   ruby bench/rerequire.rb [--entries 100,1000,5000] [--runs 7] [--calls 5000] [--modes bundler,rubygems]
 #
-# Run with Ruby 3.4.5 (PATH=/opt/rubies/ruby-3.4.5/bin:$PATH), it measures against Bootsnap 1.24.6
-# from the Rails 8.1 gem set (bin/setup-rails-gems); with Debian's Ruby 3.1, against Debian's
-# ruby-bootsnap 1.13 (the older stack). The output's first line names the Ruby and Bootsnap.
+# Run with Ruby 3.3.8 (PATH=/opt/rubies/ruby-3.3.8/bin:$PATH), it measures against Bootsnap 1.26.1
+# (Debian sid's, from that Ruby's Rails stack: bin/setup-rails-gems); with Debian's Ruby 3.1,
+# against Debian's ruby-bootsnap 1.13 (the older stack); Ruby 3.4's stack has no Bootsnap. The
+# output's first line names the Ruby and Bootsnap.
 #
 # Each size is a tree of N entries (`e0` … `eN-1`, one file each; per Ruby, under
 # tmp/bench/fixtures/ruby-X.Y/rerequire/N), put in front of `$LOAD_PATH` before the prelude; the
@@ -17,8 +18,8 @@
 # the median over rounds, with the lowest and highest, and loadscan's ratios to stock and to
 # Bootsnap in each round (the same round: paired), median [lowest–highest].
 #
-# Every process runs with GEM_PATH = Ruby's own gem dirs and, where bin/setup installed it, the
-# Rails 8.1 gem set's home (Fixtures::Bundle.ruby_gem_path, as the bench's Bundler fixtures).
+# Every process runs with GEM_PATH = Ruby's own gem dirs and, where bin/setup made it, the Rails
+# stack's home of native gems (Fixtures::Bundle.ruby_gem_path, as the bench's Bundler fixtures).
 # Modes: `bundler` starts with `require "bundler/setup"` (a Gemfile with only bootsnap, locked
 # offline), as a Rails `config/boot.rb` does. On RubyGems < 3.5 (Ruby 3.1) Bundler rebinds
 # `Kernel#require` to Ruby's C require, so stock and loadscan are called directly; on Ruby 3.4

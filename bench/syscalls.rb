@@ -1,13 +1,14 @@
 # frozen_string_literal: true
 # Failed file-system calls per boot, BY CAUSE, for stock Ruby, Bootsnap and loadscan, warm and
 # cold, on the real-Bundler app (gems-N), the Debian-packages tree (Debian's Ruby 3.1 only: its
-# packages are that Ruby's) and, with --rails, the Rails 8.1 app, in one run:
+# packages are that Ruby's) and, with --rails, the Rails 7.2.4 app, in one run:
 #
 #   ruby bench/syscalls.rb [--fixtures debian,gems-200] [--rails] [--runs 2] [--no-cold]
 #
-# Run with Ruby 3.4.5 (PATH=/opt/rubies/ruby-3.4.5/bin:$PATH), it measures against Bootsnap 1.24.6
-# from the Rails 8.1 gem set (bin/setup-rails-gems), which the fixtures' Gemfiles lock; with
-# Debian's Ruby 3.1, against Debian's ruby-bootsnap 1.13 (the older stack; no Rails 8.1 there).
+# Run with Ruby 3.3.8 (PATH=/opt/rubies/ruby-3.3.8/bin:$PATH), it measures against Bootsnap 1.26.1
+# (Debian sid's, from that Ruby's Rails stack: bin/setup-rails-gems), which the fixtures' Gemfiles
+# lock; with Debian's Ruby 3.1, against Debian's ruby-bootsnap 1.13 (the older stack; no Rails
+# there). Ruby 3.4's stack has no Bootsnap: stock and loadscan only.
 # Each fixture's block names the Ruby and Bootsnap it measured.
 #
 # Method (bench/support/syscalls.rb has the details): each boot runs under
@@ -62,7 +63,7 @@ opts = Bench::Runner.parse(banner, { fixtures: nil, runs: 2, cold: true, rails: 
   o.on("--debian", "only the Debian tree") { op[:fixtures] = ["debian"] }
   o.on("--runs N", Integer, "runs per variant, compared (default 2)") { |n| op[:runs] = n }
   o.on("--[no-]cold", "also cold boots (default yes)") { |v| op[:cold] = v }
-  o.on("--rails", "also the Rails 8.1 app (bench/support/rails_app.rb; Ruby 3.2+): a `bin/rails runner nil` boot") { op[:rails] = true }
+  o.on("--rails", "also the Rails 7.2.4 app (bench/support/rails_app.rb; Ruby 3.2+): a `bin/rails runner nil` boot") { op[:rails] = true }
 end
 abort "bench: strace not found (bin/setup installs it)" unless system("strace -V >/dev/null 2>&1")
 if opts[:rails] && (reason = Bench::RailsApp.missing)
@@ -75,8 +76,8 @@ opts[:fixtures] ||= (debian ? ["debian"] : []) + ["gems-200"]
 
 S = Bench::Syscalls
 
-# The Rails 8.1 app of bench/rails.rb and the gate (Bench::RailsApp: `rails new` with the Rails 8.1
-# gem set, its own Gemfile.lock, booted through its real Bundler by `bin/rails runner nil`, in
+# The Rails 7.2.4 app of bench/rails.rb and the gate (Bench::RailsApp: `rails new` with Debian sid's
+# stack, its own Gemfile.lock, booted through its real Bundler by `bin/rails runner nil`, in
 # development), three ways: stock, Bootsnap as the generator wires it (load-path cache and compile
 # cache) and loadscan + Bootsnap's compile cache (the lines `loadscan install` writes; GC deferred
 # during the boot, as loadscan comes). Each variant and state has cache dirs of its own
@@ -89,7 +90,7 @@ module RailsFixture
 
   def ensure
     dir = Bench::RailsApp.ensure
-    fx = { name: "rails81", root: dir, chdir: dir }
+    fx = { name: "rails72", root: dir, chdir: dir }
     stock = Bench::RailsApp.variants(only: ["stock"]).first
     S.set_load_path(fx, Bench::RailsApp.report(stock, "syscalls-load-path")[:load_path])
     fx
@@ -110,7 +111,7 @@ module RailsFixture
     end
   end
 
-  def stack(fx) = Bench::Fixtures.stack(Bench::RailsApp.variants(only: ["bootsnap"]).first.env, chdir: fx[:chdir])
+  def stack(fx) = Bench::Fixtures.stack(Bench::RailsApp.variants(only: ["stock"]).first.env, chdir: fx[:chdir])
 end
 ratio = ->(a, b) { b.zero? ? (a.zero? ? "0/0" : "∞") : format("%.2g", a.fdiv(b)) }
 out = +""

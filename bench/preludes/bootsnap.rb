@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 # Bootsnap with ONLY its load-path cache: no compile caches. Cache dir from BENCH_BOOTSNAP_DIR.
-# Bootsnap 1.24 (the Rails 8.1 gem set, fixtures/bundle.rb puts it on the fixture's GEM_PATH):
+# Bootsnap 1.26.1 (Debian sid's, on Ruby 3.3.8: fixtures/bundle.rb puts it on the fixture's GEM_PATH):
 #   setup(cache_dir:, development_mode: true, load_path_cache: true, ignore_directories: nil,
 #         readonly: false, revalidation: false, compile_cache_iseq: true, compile_cache_yaml: true,
 #         compile_cache_json: (deprecated since 1.19, warns), config_path: nil)

@@ -112,10 +112,10 @@ module Bench
 
     # What a benchmark measured, for its output and JSON: this Ruby, and the Bootsnap that a
     # process with `env` loads (through `bundler/setup` when env names a Gemfile, as the boots do):
-    #   {ruby: "3.4.5", rubygems: "3.6.9", bootsnap: "1.24.6", bootsnap_dir: ".../bootsnap-1.24.6/lib",
-    #    line: "Ruby 3.4.5 (RubyGems 3.6.9), Bootsnap 1.24.6"}
-    # Bootsnap is the Rails 8.1 gem set's (bin/setup-rails-gems) on the Rubies in /opt/rubies and
-    # Debian's ruby-bootsnap 1.13 on Debian's Ruby 3.1, the older stack: the line says so.
+    #   {ruby: "3.3.8", rubygems: "3.5.22", bootsnap: "1.26.1", bootsnap_dir: ".../bootsnap-1.26.1/lib",
+    #    line: "Ruby 3.3.8 (RubyGems 3.5.22), Bootsnap 1.26.1"}
+    # Bootsnap is Debian sid's 1.26.1 on Ruby 3.3.8 (bin/setup-rails-gems; Ruby 3.4's stack has none)
+    # and Debian's ruby-bootsnap 1.13 on Debian's Ruby 3.1, the older stack: the line says so.
     def stack(env = {}, chdir: nil)
       code = 'require "bootsnap/version"; print Bootsnap::VERSION, "\n", ' \
              '$LOADED_FEATURES.grep(%r{/bootsnap/version\.rb\z}).first.to_s.delete_suffix("/bootsnap/version.rb")'
@@ -143,9 +143,10 @@ module Bench
     end
 
     # Sets the mtime of every file and directory under dir to a new time (as a fresh
-    # `git checkout` would): the current time, so each call (a boot apart) differs.
-    def touch_tree(dir)
-      t = Time.now
+    # `git checkout` would): the current time (or `ago` seconds before it), so each call (a boot
+    # apart) differs.
+    def touch_tree(dir, ago: 0)
+      t = Time.now - ago
       paths = Dir.glob("**/*", File::FNM_DOTMATCH, base: dir).reject { |p| p.end_with?("/.", "/..") || p == "." }
       paths.each { |p| File.utime(t, t, File.join(dir, p)) }
       File.utime(t, t, dir)

@@ -7,9 +7,10 @@ require_relative "../../fixtures/rails_app"
 require_relative "../instructions"
 
 module Bench
-  # The Rails 8.1 app of bench/rails.rb and the gate: `rails new` with the gem set of
-  # ../shared/gems (fixtures/rails_app.rb), made once per Ruby under
-  # tmp/bench/fixtures/ruby-<minor>/rails81, booted five ways by `bin/rails runner`:
+  # The Rails 7.2 app of bench/rails.rb and the gate: `rails new` with the stack bin/setup-rails-gems
+  # sets up from Debian's archive (fixtures/rails_app.rb; Bootsnap 1.26.1 on Ruby 3.3.8 only), made
+  # once per Ruby under tmp/bench/fixtures/ruby-<minor>/rails72, booted five ways by `bin/rails runner`
+  # (on a Ruby whose stack has no Bootsnap, the three that load it are left out):
   # - stock: no Bootsnap, no loadscan (config/boot.rb's `require "bootsnap/setup"` skipped);
   # - bootsnap: the app as generated (Bootsnap's load-path cache and compile cache);
   # - loadscan+compile_cache: what `loadscan install` makes of a generated app (README, "Coming
@@ -30,12 +31,18 @@ module Bench
     LABELS = { "stock" => "stock", "bootsnap" => "Bootsnap (full)",
                "loadscan+compile_cache" => "loadscan + Bootsnap's compile cache",
                "loadscan+compile_cache,gc_off" => "the same, LOADSCAN_GC=off", "loadscan" => "loadscan alone" }.freeze
-    DIR = File.join(Fixtures::DIR, "rails81")
+    DIR = File.join(Fixtures::DIR, "rails72")
     REPORTS = File.join(OUT_DIR, "rails")
 
     module_function
 
     def missing = ::Fixtures::RailsApp.missing
+
+    # Whether this Ruby's stack has Bootsnap (1.26.1 on Ruby 3.3.8): without it the app is generated
+    # with `--skip-bootsnap`, and only stock and loadscan alone boot.
+    def bootsnap? = ::Fixtures::RailsApp.bootsnap?
+
+    BOOTSNAP_LINE = 'require "bootsnap/setup" unless ENV["BENCH_BOOTSNAP"] == "0" # Speed up boot time by caching expensive operations.'
 
     # The app (generated when missing, when fixtures/rails_app.rb changed, or for another Ruby or
     # gem set), with the bench's config/boot.rb.
@@ -54,7 +61,7 @@ module Bench
       DIR
     end
 
-    def caches = File.join(Fixtures::DIR, "rails81-caches")
+    def caches = File.join(Fixtures::DIR, "rails72-caches")
 
     # The generated config/boot.rb with loadscan's lines as `loadscan install` writes them (after
     # Bundler's; loadscan from this checkout, or BENCH_LOADSCAN_LIB, by absolute path: the app's
@@ -77,7 +84,7 @@ module Bench
         if ENV["BENCH_LOADSCAN"] == "1"
           require #{File.join(lib, "loadscan", "setup").inspect} # engaged, it turns Bootsnap's load-path cache off
         end
-        require "bootsnap/setup" unless ENV["BENCH_BOOTSNAP"] == "0" # Speed up boot time by caching expensive operations.
+        #{BOOTSNAP_LINE if bootsnap?}
         #{PINS.chomp}
       RUBY
       app = File.join(DIR, "config", "application.rb")
@@ -111,17 +118,19 @@ module Bench
     RUBY
     PIN = { "BENCH_PIN_SECONDS" => "3600" }.freeze
 
-    # The four boots of `bin/rails runner CODE` in `rails_env`, as Variants (cache dirs per boot
-    # and environment; `only`: names to keep).
-    def variants(rails_env: "development", code: "nil", only: nil)
-      base = ::Fixtures::RailsApp.env(DIR).merge("RAILS_ENV" => rails_env)
+    # The boots of `bin/rails runner CODE` in `rails_env` (BOOTS: those without Bootsnap where this
+    # Ruby's stack has none), as Variants (cache dirs per boot and environment; `only`: names to keep;
+    # `app`: another copy of the app, bench/ci.rb's, with caches of its own).
+    def variants(rails_env: "development", code: "nil", only: nil, app: DIR, caches: self.caches)
+      base = ::Fixtures::RailsApp.env(app).merge("RAILS_ENV" => rails_env)
       BOOTS.filter_map do |name, env|
         next if only && !only.include?(name)
+        next if !bootsnap? && env["BENCH_BOOTSNAP"] != "0"
 
         dir = File.join(caches, rails_env, name)
         FileUtils.mkdir_p(dir, mode: 0o700)
         env = base.merge(env).merge("BOOTSNAP_CACHE_DIR" => dir, "LOADSCAN_CACHE_DIR" => File.join(dir, "loadscan"))
-        Variant.new(name: name, env: env, argv: [RUBY, "bin/rails", "runner", code], chdir: DIR)
+        Variant.new(name: name, env: env, argv: [RUBY, "bin/rails", "runner", code], chdir: app)
       end
     end
 
@@ -180,11 +189,12 @@ module Bench
     end
 
     # The gate's Rails figures: a warm development boot of full Bootsnap and of loadscan +
-    # Bootsnap's compile cache, counted under callgrind (with the GC runs of those boots, their
-    # causes from a profiled boot of each), and what each loaded against a stock boot's features.
+    # Bootsnap's compile cache (GC deferred, and LOADSCAN_GC=off), counted under callgrind (with
+    # the GC runs of those boots, their causes from a profiled boot of each), and what each loaded
+    # against a stock boot's features.
     def gate_figures(jobs:)
       RailsApp.ensure
-      vs = variants(only: %w[stock bootsnap loadscan+compile_cache])
+      vs = variants(only: %w[stock bootsnap loadscan+compile_cache loadscan+compile_cache,gc_off])
       warm(vs, times: 1)
       profiled = vs.to_h { |v| [v.name, report(v, "gate-profiled", profile: true)] }
       counted = instructions(vs.reject { |v| v.name == "stock" }, "gate", jobs: jobs)

