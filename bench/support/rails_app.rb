@@ -122,7 +122,7 @@ module Bench
     # Ruby's stack has none), as Variants (cache dirs per boot and environment; `only`: names to keep;
     # `app`: another copy of the app, bench/ci.rb's, with caches of its own).
     def variants(rails_env: "development", code: "nil", only: nil, app: DIR, caches: self.caches)
-      base = ::Fixtures::RailsApp.env(app).merge("RAILS_ENV" => rails_env)
+      base = ::Fixtures::RailsApp.env(app).merge(rails_env == "production" ? ::Fixtures::RailsApp.production : { "RAILS_ENV" => rails_env })
       BOOTS.filter_map do |name, env|
         next if only && !only.include?(name)
         next if !bootsnap? && env["BENCH_BOOTSNAP"] != "0"

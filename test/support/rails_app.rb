@@ -21,7 +21,7 @@ module Loadscan
     module RailsApp
       VERSION = Fixtures::RailsApp::RAILS
       # Production's database on Rails 7.2 (the generated database.yml names none).
-      PRODUCTION = { "RAILS_ENV" => "production", "DATABASE_URL" => Fixtures::RailsApp::PRODUCTION_DB }.freeze
+      PRODUCTION = Fixtures::RailsApp.production.freeze
       # What a stock boot adds to its environment: Bootsnap's load-path cache off, as loadscan/setup
       # turns it off where it is engaged (config/boot.rb requires it before bootsnap/setup), so
       # that the stock boot's `require` is Ruby's own beside the same compile cache.
