@@ -129,48 +129,60 @@ module Loadscan
       # directory name (`…/gems/name-1.2.3/…`, `…/name/lib/…`).
       class GemDirs
         def initialize
-          # directory => gem (its name), and Ruby's own library dirs (=> nil): a file's gem is its
-          # nearest directory's, found by walking up from it (a few Hash lookups, however many
-          # gems the app has).
-          @dirs = {}
-          %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].each do |k|
-            @dirs[RbConfig::CONFIG[k]] = nil if RbConfig::CONFIG[k].to_s.start_with?("/")
-          end
+          # A gem's directory by its parent (few: the gem homes) then its own name, so that a
+          # file's gem is a prefix test per parent and one Hash lookup, however many gems the
+          # app has; Ruby's own library dirs beside. The deepest directory a file is under wins.
+          @roots = Hash.new { |h, k| h[k] = {} }
           # (full_gem_path only: Bundler's stub specs load the whole gemspec for most else)
-          Gem.loaded_specs.each_value { |spec| @dirs[spec.full_gem_path] = spec.name } if defined?(Gem.loaded_specs)
+          if defined?(Gem.loaded_specs)
+            Gem.loaded_specs.each_value do |spec|
+              dir = spec.full_gem_path
+              @roots[File.dirname(dir)][File.basename(dir)] = spec.name if dir.start_with?("/")
+            end
+          end
+          @roots = @roots.sort_by { |root, _| -root.length }
+          @ruby = %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].filter_map do |k|
+            RbConfig::CONFIG[k] if RbConfig::CONFIG[k].to_s.start_with?("/")
+          end.uniq.sort_by { |d| -d.length }
           @app = "#{Dir.pwd}/"
-          @cache = {}
         end
 
         def of(file)
           return nil unless file&.start_with?("/")
 
-          @cache[File.dirname(file)] ||= find(file)
+          find(file)
         end
 
         # An absolute `path` from its gem's (or the app's) directory, less `lib/`.
         def short(path)
-          dir = nearest(path)&.then { |d| "#{d}/" } || path[%r{\A.*/gems/[^/]+?-\d[^/]*/}] || (@app if path.start_with?(@app))
+          dir = owner(path)&.first&.then { |d| "#{d}/" } || path[%r{\A.*/gems/[^/]+?-\d[^/]*/}] || (@app if path.start_with?(@app))
           dir ? path.delete_prefix(dir).delete_prefix("lib/") : path
         end
 
         private
 
-        # The nearest of @dirs above `path`, or nil.
-        def nearest(path)
-          dir = File.dirname(path)
-          until @dirs.key?(dir)
-            up = File.dirname(dir)
-            return nil if up == dir
+        # `[dir, gem]`: the deepest of the gems' directories and Ruby's library dirs (gem nil)
+        # that `path` is under, or nil.
+        def owner(path)
+          gem = nil
+          @roots.each do |root, names|
+            next unless path.start_with?(root) && path[root.length] == "/"
 
-            dir = up
+            stop = path.index("/", root.length + 1) or next
+            name = names[path[root.length + 1...stop]] or next
+            gem = [path[0...stop], name]
+            break
           end
-          dir
+          ruby = @ruby.find { |d| path.start_with?(d) && path[d.length] == "/" }
+          return gem unless ruby && (gem.nil? || ruby.length > gem[0].length)
+
+          [ruby, nil]
         end
 
         def find(file)
-          if (dir = nearest(file))
-            return @dirs[dir] if @dirs[dir]
+          dir, gem = owner(file)
+          if dir
+            return gem if gem
 
             # Ruby's library: its default gems by their directory (`ruby/bundler`, `ruby/prism`).
             top = file.delete_prefix("#{dir}/")[%r{\A(?:\d+\.\d+\.\d+/)?([^/]+)/}, 1]
