@@ -92,7 +92,7 @@ module Loadscan
           wall = n[WALL1] - n[WALL0]
           cpu = n[CPU1] - n[CPU0]
           allocated = n[ALLOC1] - n[ALLOC0]
-          gc = n[GC1] - n[GC0]
+          gc = (n[GC1] - n[GC0]) / 1_000_000.0 # GC.total_time: nanoseconds
           Entry.new(id, n[PARENT], n[KIND], label, n[FILE] && text(n[FILE]), nil, n[WALL0] - start, wall, cpu, allocated, gc,
                     wall, cpu, allocated, gc, [])
         end
