@@ -37,16 +37,19 @@ module Loadscan
         new(data.fetch("name"), entries: entries)
       end
 
-      # The figures as JSON would have them (times rounded to the microsecond).
+      # The figures as JSON would have them (times rounded to the microsecond; none, mostly GC's,
+      # as 0: JSON writes an Integer far faster than a Float).
       def to_h
         entries = @entries.map do |e|
           { "id" => e.id, "parent" => e.parent, "kind" => e.kind.to_s, "label" => e.label, "file" => e.file, "gem" => e.gem,
-            "start" => e.start.round(3), "wall" => e.wall.round(3), "cpu" => e.cpu.round(3), "allocated" => e.allocated,
-            "gc" => e.gc.round(3), "self_wall" => e.self_wall.round(3), "self_cpu" => e.self_cpu.round(3),
-            "self_allocated" => e.self_allocated, "self_gc" => e.self_gc.round(3) }
+            "start" => ms(e.start), "wall" => ms(e.wall), "cpu" => ms(e.cpu), "allocated" => e.allocated,
+            "gc" => ms(e.gc), "self_wall" => ms(e.self_wall), "self_cpu" => ms(e.self_cpu),
+            "self_allocated" => e.self_allocated, "self_gc" => ms(e.self_gc) }
         end
         { "name" => @name, "total_ms" => total_ms.round(3), "entries" => entries }
       end
+
+      private def ms(value) = value.zero? ? 0 : value.round(3)
 
       def root = @entries.first
       def total_ms = root.wall
