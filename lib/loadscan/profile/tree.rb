@@ -147,6 +147,8 @@ module Loadscan
           @ruby = %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].filter_map do |k|
             RbConfig::CONFIG[k] if RbConfig::CONFIG[k].to_s.start_with?("/")
           end.uniq.sort_by { |d| -d.length }
+          @ruby_prefixes = @ruby.map { |d| "#{d}/" }
+          @last = nil
           @app = "#{Dir.pwd}/"
         end
 
@@ -164,22 +166,24 @@ module Loadscan
 
         private
 
-        # `[dir, gem]`: the deepest of the gems' directories and Ruby's library dirs (gem nil)
-        # that `path` is under, or nil.
+        # `[dir, gem, "dir/"]`: the deepest of the gems' directories and Ruby's library dirs (gem
+        # nil) that `path` is under, or nil. A gem's directory holds none of Ruby's: a file under
+        # the gem's directory found last (as most are: a gem's files require its own) is that gem's.
         def owner(path)
-          gem = nil
+          return @last if @last && path.start_with?(@last[2])
+
           @roots.each do |root, names|
             next unless path.start_with?(root) && path[root.length] == "/"
 
             stop = path.index("/", root.length + 1) or next
             name = names[path[root.length + 1...stop]] or next
-            gem = [path[0...stop], name]
-            break
+            dir = path[0...stop]
+            return @last = [dir, name, "#{dir}/"]
           end
-          ruby = @ruby.find { |d| path.start_with?(d) && path[d.length] == "/" }
-          return gem unless ruby && (gem.nil? || ruby.length > gem[0].length)
+          return unless path.start_with?(*@ruby_prefixes)
 
-          [ruby, nil]
+          ruby = @ruby.find { |d| path.start_with?(d) && path[d.length] == "/" }
+          [ruby, nil, "#{ruby}/"]
         end
 
         def find(file)
