@@ -73,8 +73,14 @@ module Loadscan
         sums.sort_by { |_, s| -s["self_ms"] }
       end
 
-      # Entries that loaded a file, by self time, most first.
-      def features = @entries.select { |e| LOADS.include?(e.kind) }.sort_by { |e| -e.self_wall }
+      # Entries that loaded a file, by self time, most first (the first `top` only: no sort of them all).
+      def features(top = nil)
+        loads = @entries.select { |e| LOADS.include?(e.kind) }
+        top ? loads.max_by(top, &:self_wall) : loads.sort_by { |e| -e.self_wall }
+      end
+
+      # How many entries loaded a file.
+      def files = @entries.count { |e| LOADS.include?(e.kind) }
 
       # Bundler's setup and require, Rails' initializers: by inclusive time (what running each
       # cost), most first.
