@@ -17,9 +17,10 @@ module Loadscan
   # A recording node, before Profile::Tree reads it:
   #
   #   [kind, label, file, parent, wall0, cpu0, alloc0, gc0, feature, wall1, cpu1, alloc1, gc1]
-  #   [:require, "json", "/…/json-2.7/lib/json.rb", 0, 12.5, 11.0, 40_210, 0.0, nil, 19.25, 17.5, 52_001, 0.4]
+  #   [:require, "json", "/…/json-2.7/lib/json.rb", 0, 12.5, 11.0, 40_210, 0, nil, 19.25, 17.5, 52_001, 400_000]
   #
-  # (`feature`, the object the call was given, while the entry is open; the label is its `to_s`.)
+  # (`feature`, the object the call was given, while the entry is open; the label is its `to_s`;
+  # times in milliseconds, GC's in nanoseconds as GC.total_time gives it.)
   class Profile
     KIND, LABEL, FILE, PARENT, WALL0, CPU0, ALLOC0, GC0, FEATURE, WALL1, CPU1, ALLOC1, GC1 = (0..12).to_a
     # How old a CPU time reading may be, in wall milliseconds, to stand for now (cpu_at).
@@ -104,11 +105,9 @@ module Loadscan
         (@warned ||= {})[kind] ||= Kernel.warn("loadscan: #{message}", uplevel: nil) || true
       end
 
-      # Now, in milliseconds: the wall clock, the process's CPU time. GC's total time (Ruby 3.1+),
-      # in milliseconds too.
+      # Now, in milliseconds: the wall clock, the process's CPU time.
       def wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond)
       def cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID, :float_millisecond)
-      def gc_ms = GC.total_time / 1_000_000.0
     end
 
     attr_reader :name, :thread
@@ -159,8 +158,8 @@ module Loadscan
     # Opens an entry under the one open now; returns its index for `leave`.
     def enter(kind, label, file)
       index = @nodes.size
-      wall = Profile.wall
-      @nodes << [kind, label, file, @stack.last, wall, cpu_at(wall), GC.stat(:total_allocated_objects), Profile.gc_ms, label]
+      wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond)
+      @nodes << [kind, label, file, @stack.last, wall, cpu_at(wall), GC.stat(:total_allocated_objects), GC.total_time, label]
       @stack << index
       index
     end
@@ -169,16 +168,16 @@ module Loadscan
     # never returned). A require that answered false loaded nothing: its entry goes, unless it
     # has entries under it.
     def leave(index, finished = true, result = true, loaded_before = nil)
-      wall = Profile.wall
       node = @nodes[index]
       if finished && result == false && @nodes.size == index + 1 && node[KIND] != :load && @stack.last == index
         @stack.pop
         return @nodes.pop
       end
 
+      wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond)
       cpu = cpu_at(wall)
       alloc = GC.stat(:total_allocated_objects)
-      gc = Profile.gc_ms
+      gc = GC.total_time
       while (top = @stack.pop)
         node = @nodes[top]
         node[FEATURE] = nil # the object itself is kept only while open

@@ -73,34 +73,41 @@ module Loadscan
           verbose, $VERBOSE = $VERBOSE, nil # no "method redefined" under -w: stock Ruby prints none
           visibility = owner.private_method_defined?(name) ? :private : :public
           owner.send(:alias_method, kept, name)
-          owner.send(:define_method, name, hook(name, kept))
+          owner.module_eval(hook(name, kept), __FILE__, __LINE__)
           owner.send(visibility, name, kept)
         ensure
           $VERBOSE = verbose
           @busy = false
         end
 
-        # The hook for `name`, calling `kept`.
+        # The hook for `name`, calling `kept`: a method's source (a method defined from a string
+        # is a call cheaper than one from a block, and calls `kept` directly).
         def hook(name, kept)
           case name
           when :require
-            proc do |feature|
-              profile = Hooks.recording(feature) or next __send__(kept, feature)
-              profile.measure(:require, feature) { __send__(kept, feature) }
-            end
+            <<~RUBY
+              def require(feature)
+                profile = ::Loadscan::Profile::Hooks.recording(feature) or return #{kept}(feature)
+                profile.measure(:require, feature) { #{kept}(feature) }
+              end
+            RUBY
           when :require_relative
-            proc do |feature|
-              base = Hooks.base(caller_locations(1, 1).first) or raise LoadError, "cannot infer basepath"
-              path = File.expand_path(feature, File.dirname(base)) # to_path or to_str, as Ruby's
-              profile = Hooks.recording(feature) or next __send__(kept, path)
-              profile.measure(:require_relative, feature) { __send__(kept, path) }
-            end
+            <<~RUBY
+              def require_relative(feature)
+                base = ::Loadscan::Profile::Hooks.base(caller_locations(1, 1).first) or raise ::LoadError, "cannot infer basepath"
+                path = ::File.expand_path(feature, ::File.dirname(base)) # to_path or to_str, as Ruby's
+                profile = ::Loadscan::Profile::Hooks.recording(feature) or return #{kept}(path)
+                profile.measure(:require_relative, feature) { #{kept}(path) }
+              end
+            RUBY
           else
-            proc do |file, *wrap|
-              profile = Hooks.recording(file) or next __send__(kept, file, *wrap)
-              path = File.expand_path(file) if file.respond_to?(:to_str) || file.respond_to?(:to_path) # as loaded from here
-              profile.measure(:load, file, path) { __send__(kept, file, *wrap) }
-            end
+            <<~RUBY
+              def load(file, *wrap)
+                profile = ::Loadscan::Profile::Hooks.recording(file) or return #{kept}(file, *wrap)
+                path = ::File.expand_path(file) if file.respond_to?(:to_str) || file.respond_to?(:to_path) # as loaded from here
+                profile.measure(:load, file, path) { #{kept}(file, *wrap) }
+              end
+            RUBY
           end
         end
       end

@@ -13,7 +13,7 @@ module Loadscan
 
       def text(tree, top: 10)
         total = tree.total_ms
-        lines = ["boot: #{ms(total)} (#{tree.name}), #{tree.features.size} files, #{count(tree.allocated)} objects, " \
+        lines = ["boot: #{ms(total)} (#{tree.name}), #{tree.files} files, #{count(tree.allocated)} objects, " \
                  "GC #{ms(tree.gc_ms)} (#{pct(tree.gc_ms, total)}), outside any require #{ms(tree.outside_ms)}"]
         lines << "gems by self time:"
         tree.gems.first(top).each do |gem, s|
@@ -21,7 +21,7 @@ module Loadscan
                    "(#{s["files"]} files, #{count(s["allocated"])} objects, GC #{ms(s["gc_ms"])})"
         end
         lines << "features by self time:"
-        tree.features.first(top).each do |e|
+        tree.features(top).each do |e|
           by = tree.entries[e.parent]
           lines << "  #{ms(e.self_wall).rjust(10)} #{pct(e.self_wall, total).rjust(6)}  #{e.label} [#{e.gem}] " \
                    "(#{ms(e.wall)} with what it loaded, #{count(e.self_allocated)} objects; from #{by.kind == :boot ? "the boot" : by.label})"

@@ -37,16 +37,19 @@ module Loadscan
         new(data.fetch("name"), entries: entries)
       end
 
-      # The figures as JSON would have them (times rounded to the microsecond).
+      # The figures as JSON would have them (times rounded to the microsecond; none, mostly GC's,
+      # as 0: JSON writes an Integer far faster than a Float).
       def to_h
         entries = @entries.map do |e|
           { "id" => e.id, "parent" => e.parent, "kind" => e.kind.to_s, "label" => e.label, "file" => e.file, "gem" => e.gem,
-            "start" => e.start.round(3), "wall" => e.wall.round(3), "cpu" => e.cpu.round(3), "allocated" => e.allocated,
-            "gc" => e.gc.round(3), "self_wall" => e.self_wall.round(3), "self_cpu" => e.self_cpu.round(3),
-            "self_allocated" => e.self_allocated, "self_gc" => e.self_gc.round(3) }
+            "start" => ms(e.start), "wall" => ms(e.wall), "cpu" => ms(e.cpu), "allocated" => e.allocated,
+            "gc" => ms(e.gc), "self_wall" => ms(e.self_wall), "self_cpu" => ms(e.self_cpu),
+            "self_allocated" => e.self_allocated, "self_gc" => ms(e.self_gc) }
         end
         { "name" => @name, "total_ms" => total_ms.round(3), "entries" => entries }
       end
+
+      private def ms(value) = value.zero? ? 0 : value.round(3)
 
       def root = @entries.first
       def total_ms = root.wall
@@ -70,8 +73,14 @@ module Loadscan
         sums.sort_by { |_, s| -s["self_ms"] }
       end
 
-      # Entries that loaded a file, by self time, most first.
-      def features = @entries.select { |e| LOADS.include?(e.kind) }.sort_by { |e| -e.self_wall }
+      # Entries that loaded a file, by self time, most first (the first `top` only: no sort of them all).
+      def features(top = nil)
+        loads = @entries.select { |e| LOADS.include?(e.kind) }
+        top ? loads.max_by(top, &:self_wall) : loads.sort_by { |e| -e.self_wall }
+      end
+
+      # How many entries loaded a file.
+      def files = @entries.count { |e| LOADS.include?(e.kind) }
 
       # Bundler's setup and require, Rails' initializers: by inclusive time (what running each
       # cost), most first.
@@ -92,7 +101,7 @@ module Loadscan
           wall = n[WALL1] - n[WALL0]
           cpu = n[CPU1] - n[CPU0]
           allocated = n[ALLOC1] - n[ALLOC0]
-          gc = n[GC1] - n[GC0]
+          gc = (n[GC1] - n[GC0]) / 1_000_000.0 # GC.total_time: nanoseconds
           Entry.new(id, n[PARENT], n[KIND], label, n[FILE] && text(n[FILE]), nil, n[WALL0] - start, wall, cpu, allocated, gc,
                     wall, cpu, allocated, gc, [])
         end
@@ -129,48 +138,64 @@ module Loadscan
       # directory name (`…/gems/name-1.2.3/…`, `…/name/lib/…`).
       class GemDirs
         def initialize
-          # directory => gem (its name), and Ruby's own library dirs (=> nil): a file's gem is its
-          # nearest directory's, found by walking up from it (a few Hash lookups, however many
-          # gems the app has).
-          @dirs = {}
-          %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].each do |k|
-            @dirs[RbConfig::CONFIG[k]] = nil if RbConfig::CONFIG[k].to_s.start_with?("/")
-          end
+          # A gem's directory by its parent (few: the gem homes) then its own name, so that a
+          # file's gem is a prefix test per parent and one Hash lookup, however many gems the
+          # app has; Ruby's own library dirs beside. The deepest directory a file is under wins.
+          @roots = Hash.new { |h, k| h[k] = {} }
           # (full_gem_path only: Bundler's stub specs load the whole gemspec for most else)
-          Gem.loaded_specs.each_value { |spec| @dirs[spec.full_gem_path] = spec.name } if defined?(Gem.loaded_specs)
+          if defined?(Gem.loaded_specs)
+            Gem.loaded_specs.each_value do |spec|
+              dir = spec.full_gem_path
+              @roots[File.dirname(dir)][File.basename(dir)] = spec.name if dir.start_with?("/")
+            end
+          end
+          @roots = @roots.sort_by { |root, _| -root.length }
+          @ruby = %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].filter_map do |k|
+            RbConfig::CONFIG[k] if RbConfig::CONFIG[k].to_s.start_with?("/")
+          end.uniq.sort_by { |d| -d.length }
+          @ruby_prefixes = @ruby.map { |d| "#{d}/" }
+          @last = nil
           @app = "#{Dir.pwd}/"
-          @cache = {}
         end
 
         def of(file)
           return nil unless file&.start_with?("/")
 
-          @cache[File.dirname(file)] ||= find(file)
+          find(file)
         end
 
         # An absolute `path` from its gem's (or the app's) directory, less `lib/`.
         def short(path)
-          dir = nearest(path)&.then { |d| "#{d}/" } || path[%r{\A.*/gems/[^/]+?-\d[^/]*/}] || (@app if path.start_with?(@app))
+          dir = owner(path)&.first&.then { |d| "#{d}/" } || path[%r{\A.*/gems/[^/]+?-\d[^/]*/}] || (@app if path.start_with?(@app))
           dir ? path.delete_prefix(dir).delete_prefix("lib/") : path
         end
 
         private
 
-        # The nearest of @dirs above `path`, or nil.
-        def nearest(path)
-          dir = File.dirname(path)
-          until @dirs.key?(dir)
-            up = File.dirname(dir)
-            return nil if up == dir
+        # `[dir, gem, "dir/"]`: the deepest of the gems' directories and Ruby's library dirs (gem
+        # nil) that `path` is under, or nil. A gem's directory holds none of Ruby's: a file under
+        # the gem's directory found last (as most are: a gem's files require its own) is that gem's.
+        def owner(path)
+          return @last if @last && path.start_with?(@last[2])
 
-            dir = up
+          @roots.each do |root, names|
+            next unless path.start_with?(root) && path[root.length] == "/"
+
+            stop = path.index("/", root.length + 1) or next
+            name = names[path[root.length + 1...stop]] or next
+            dir = path[0...stop]
+            return @last = [dir, name, "#{dir}/"]
           end
-          dir
+          return unless path.start_with?(*@ruby_prefixes)
+
+          ruby = @ruby.find { |d| path.start_with?(d) && path[d.length] == "/" }
+          [ruby, nil, "#{ruby}/"]
         end
 
         def find(file)
-          if (dir = nearest(file))
-            return @dirs[dir] if @dirs[dir]
+          dir, gem = owner(file)
+          if dir
+            return gem if gem
 
             # Ruby's library: its default gems by their directory (`ruby/bundler`, `ruby/prism`).
             top = file.delete_prefix("#{dir}/")[%r{\A(?:\d+\.\d+\.\d+/)?([^/]+)/}, 1]
