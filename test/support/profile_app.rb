@@ -84,7 +84,7 @@ module Loadscan
         raise "bundle lock failed in #{dir}:\n#{out}" unless status.success?
       end
 
-      # `cmd` spawned now (the clock read just before) with LOADSCAN_PROFILE=`path` and the
+      # `cmd` spawned now (its start as Linux recorded it) with LOADSCAN_PROFILE=`path` and the
       # recorder loaded first, as `loadscan profile` starts it; waits. With `mark_last:`, the
       # process writes its clock at its very end to that file (its first at_exit registered, so
       # the last run, after the profile's). [spawned at (ms), status, stderr].
@@ -99,11 +99,23 @@ module Loadscan
         env = env.merge("LOADSCAN_PROFILE" => path, "RUBYOPT" => rubyopt, "PROFILE_TEST_END" => mark_last)
         spawned = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond)
         Open3.popen3(env, *cmd, chdir: chdir) do |stdin, out, err, wait|
+          spawned = started_at(wait.pid) || spawned
           stdin.close
           readers = [out, err].map { |io| Thread.new { io.read } }
           status = wait.value
           [spawned, status, readers.map(&:value).last]
         end
+      end
+
+      # When process `pid` started, on CLOCK_MONOTONIC (ms), from the start time Linux keeps for
+      # it (clock ticks since boot, 10 ms each: up to 10 ms early), or nil once it is gone. The
+      # clock read before spawning comes earlier, by whatever delayed the fork on a loaded machine.
+      def started_at(pid)
+        ticks = File.read("/proc/#{pid}/stat").split(") ", 2).last.split[19].to_i
+        since = Process.clock_gettime(Process::CLOCK_BOOTTIME, :float_millisecond) - ticks * 10.0
+        Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond) - since
+      rescue SystemCallError
+        nil
       end
 
       # Why the file at `path` is not a speedscope file (its schema, from speedscope's own
