@@ -48,6 +48,9 @@ module Loadscan
                GC REQUIRE_NATIVE PROFILE PROFILE_PARENT].map { "LOADSCAN_#{_1}" }.freeze
     # The test suite's own variables, passed down to the processes it boots.
     TEST_PREFIX = "LOADSCAN_TEST_"
+    # The project's build and test scripts' variables (bin/, rakelib/, test/): not settings, and
+    # not misspelt ones either (a developer who sets one for a session is not warned at every boot).
+    DEVELOPMENT = %w[GEM_CACHE CARGO_CACHE NATIVE_RUBIES AARCH64_RUBIES GLIBC_FLOOR BLESS].map { "LOADSCAN_#{_1}" }.freeze
 
     attr_reader :enabled, :threads, :dlext, :cache_dir, :validate, :readonly, :lazy, :stats
     # Whether GC is deferred during the boot (LOADSCAN_GC, `gc:`): true, false or :auto.
@@ -110,7 +113,8 @@ module Loadscan
 
     def unknown_variables
       @env.each_key do |name|
-        next unless name.start_with?("LOADSCAN_") && !name.start_with?(TEST_PREFIX) && !KNOWN.include?(name)
+        next unless name.start_with?("LOADSCAN_") && !name.start_with?(TEST_PREFIX) && !KNOWN.include?(name) &&
+                    !DEVELOPMENT.include?(name)
 
         guess = spelling_of(name)
         hint = guess ? " (did you mean #{guess}?)" : ""

@@ -227,7 +227,8 @@ class ConfigTest < Minitest::Test
 
   def test_unknown_variables_are_named_with_a_guess
     c = config({ "LOADSCAN_TREADS" => "4", "LOADSCAN_CACHEDIR" => "/x", "LOADSCAN_SOMETHING_ELSE" => "1",
-                 "LOADSCAN_TEST_ANYTHING" => "1", "NOT_LOADSCAN_LAZY" => "0", "loadscan_lazy" => "0" })
+                 "LOADSCAN_TEST_ANYTHING" => "1", "NOT_LOADSCAN_LAZY" => "0", "loadscan_lazy" => "0",
+                 "LOADSCAN_GEM_CACHE" => "/x", "LOADSCAN_CARGO_CACHE" => "off" })
     known = Loadscan::Config::KNOWN.join(", ")
     assert_equal ["LOADSCAN_TREADS is not a loadscan setting (did you mean LOADSCAN_THREADS?); known: #{known}",
                   "LOADSCAN_CACHEDIR is not a loadscan setting (did you mean LOADSCAN_CACHE_DIR?); known: #{known}",
