@@ -40,15 +40,21 @@ targets.each do |name|
   end
 
   puts "#{name} (Ruby #{RUBY_VERSION}, #{rounds} rounds)"
-  puts format("%-14s %8s %-20s %8s %-20s  %s", "boot", "CPU s", "CPU / off", "RSS MB", "RSS / off", "GC runs: before setup + boot (to exit)")
+  puts format("%-14s %8s %-20s %8s %-20s  %-38s %s", "boot", "CPU s", "CPU / off", "RSS MB", "RSS / off",
+              "GC runs: before setup + boot (to exit)", "GC ms: before setup + boot")
   base = boots.fetch("off")
   boots.each do |v, list|
     cpu = list.each_index.map { |i| list[i][:cpu] / base[i][:cpu] }
     rss = list.each_index.map { |i| list[i][:rss_mb] / base[i][:rss_mb] }
     runs = Bench::GCBoots.runs(list.last[:gc])
-    puts format("%-14s %8.3f %-20s %8.1f %-20s  %d + %d (%d)", v, median.(list.map { _1[:cpu] }), spread.(cpu),
-                median.(list.map { _1[:rss_mb] }), spread.(rss), runs[:before_setup], runs[:boot], runs[:process])
+    ms = Bench::GCBoots.gc_ms(list)
+    puts format("%-14s %8.3f %-20s %8.1f %-20s  %-38s %d + %d", v, median.(list.map { _1[:cpu] }), spread.(cpu),
+                median.(list.map { _1[:rss_mb] }), spread.(rss), format("%d + %d (%d)", runs[:before_setup], runs[:boot], runs[:process]),
+                median.(ms.map(&:first)), median.(ms.map(&:last)))
   end
+  # What no GC at all would save: the CPU of `off` less all its boot's GC time, of its CPU.
+  floor = base.map { |b| (b[:cpu] - (b[:gc]["time_ms"] / 1000.0)) / b[:cpu] }
+  puts format("a boot with no GC run before its end at all would take %s of off's CPU (GC time is Ruby's GC.stat(:time))", spread.(floor))
   results[name] = { env: variants, boots: boots }
 end
 

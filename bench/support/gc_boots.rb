@@ -118,6 +118,11 @@ module Bench
       end
     end
 
+    # GC time (ms, GC.stat(:time)) of each boot in `list`: [before setup, from setup to the end of the boot].
+    def gc_ms(list)
+      list.map { |b| [b[:gc]["time_ms_before_setup"], b[:gc]["time_ms"] - b[:gc]["time_ms_before_setup"]] }
+    end
+
     # GC runs of a boot: before setup, from setup to the end of the boot, from setup to exit.
     def runs(gc)
       after_setup = gc["runs"] - gc["runs_before_setup"]
