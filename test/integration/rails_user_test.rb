@@ -84,11 +84,11 @@ class RailsUserTest < Minitest::Test
       File.chmod(0o755, top)
       app = solo_app(top)
       assert_equal 0o775, File.stat(File.join(app, "tmp")).mode & 0o777, "umask 002 makes tmp/ 775"
-      stock, = runner(app, stock: true)
+      stock, stock_err = runner(app, stock: true)
       cold, cold_err = runner(app)
       warm, warm_err = runner(app)
       assert_equal RailsApp.series, stock["rails"][0][/\A\d+\.\d+/]
-      assert_equal ["", ""], [cold_err, warm_err], "no warning as the app's owner"
+      assert_equal [stock_err, stock_err], [cold_err, warm_err], "no warning of loadscan's as the app's owner"
       [cold, warm].each { |boot| assert_equal stock["features"], boot["features"] }
       cache = File.join(app, "tmp", "cache", "loadscan", "loadscan.cache")
       assert File.file?(cache), "the cache is the app's tmp/cache/loadscan"
