@@ -80,7 +80,16 @@ module Loadscan
     # the boot"). True when this ended the boot, false when it had ended already (or loadscan is
     # not set up).
     def booted!
-      active? && BootGC.finish(:booted)
+      active? && end_boot(:booted)
+    end
+
+    # The end of the boot (`why`: :booted, or :rails from the railtie's after_initialize): GC
+    # deferred during the boot runs again, and the variable that kept Bootsnap's load-path cache
+    # off for this boot (read by `bootsnap/setup` in config/boot.rb) is taken back, so the
+    # programs this one starts keep theirs. True when this ended the boot.
+    def end_boot(why)
+      ENV.delete(BOOTSNAP_VAR) if @bootsnap == :turned_off && ENV[BOOTSNAP_VAR] == BOOTSNAP_OFF
+      defined?(BootGC) ? BootGC.finish(why) : false
     end
 
     # Records what each require, require_relative, load, autoload and Rails initializer the

@@ -20,7 +20,7 @@ class BootsnapLoadPathCacheTest < Minitest::Test
   REPORT = <<~RUBY
     File.binwrite(ENV.fetch("LOADSCAN_TEST_REPORT"), Marshal.dump(
       "loaded_features" => $LOADED_FEATURES.grep_v(%r{/lib/loadscan(\.rb|/)}).map { |f| f.sub(Rails.root.to_s, "APP") },
-      "load_path_cache" => Bootsnap::LoadPathCache.enabled?,
+      "load_path_cache" => Bootsnap::LoadPathCache.enabled?, "variable" => ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"],
       "stats" => defined?(Loadscan.active?) && Loadscan.active? ? Loadscan.stats : nil))
   RUBY
   # A failed `openat` count within this fraction of Bootsnap's alone.
@@ -53,6 +53,7 @@ class BootsnapLoadPathCacheTest < Minitest::Test
       refute engaged.report["load_path_cache"], "Bootsnap's load-path cache is off where loadscan is engaged"
       stats = engaged.report["stats"]
       assert_equal [true, :turned_off], [stats[:engaged], stats[:bootsnap_load_path_cache]], stats.inspect
+      assert_nil engaged.report["variable"], "taken back at after_initialize: the programs the app starts keep Bootsnap's cache"
       assert_empty engaged.stderr
       # Today's figures: the boot that turned Bootsnap's cache off itself (what install wrote before).
       before = boot(app[:root], app[:env].merge(cache, "DISABLE_BOOTSNAP_LOAD_PATH_CACHE" => "1"))
@@ -76,6 +77,11 @@ class BootsnapLoadPathCacheTest < Minitest::Test
      [{ "LOADSCAN_DISABLE" => "1", "DISABLE_BOOTSNAP_LOAD_PATH_CACHE" => "0" }, ["0", nil]]].each do |env, expected|
       run = run_ruby!(code, loadscan: true, env: env)
       assert_equal expected, run.report, env.inspect
+    end
+    # When the boot ends, what loadscan set is taken back; what the user set stays.
+    code = %(Loadscan.booted!; report(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"]))
+    [[{}, nil], [{ "DISABLE_BOOTSNAP_LOAD_PATH_CACHE" => "1" }, "1"]].each do |env, expected|
+      assert_equal [expected], [run_ruby!(code, loadscan: true, env: env).report], "after Loadscan.booted!: #{env.inspect}"
     end
   end
 
