@@ -23,13 +23,17 @@ module Loadscan
   #              had when it exited, if that boot never said it had booted (a script, `rake -T`)
   #   fork       a `fork` (the parent's boot ends before it) or `Process.daemon`
   #   cap        the process's resident size grew by CAP since setup
+  #   memory     a budget run was due to resident growth Ruby does not count (fiber stacks, a C
+  #              library's memory): only Ruby's own GC schedule keeps that in check
   #   time       MAX_SECONDS after setup
   #   exit       the program ends first (loadscan's at_exit, after the program's own)
   #
   # While it is deferred, memory is bounded: whenever Ruby allocated BUDGET since the last GC (heap
   # pages, malloc), or the process's resident size grew by BUDGET since then (what Ruby does not
   # count: fiber stacks, mapped files), one full GC runs (a budget run: it frees all that stock's
-  # GCs would, the old garbage too) and the deferral goes on; CAP of growth ends it. The budget and the ends no callback announces are checked by
+  # GCs would, the old garbage too) and the deferral goes on, unless it ran for growth Ruby does not
+  # count (fiber stacks pooled after that run would grow by BUDGET at every run); CAP of growth ends
+  # it. The budget and the ends no callback announces are checked by
   # `tick`, every TICK_MS, in the main Ractor's running thread at its next interrupt check (a
   # postponed job, as Ruby runs finalizers), asked by a native thread of the extension
   # (ext/loadscan/src/ticker.rs): no Ruby thread, so nothing in `Thread.list`, in Ruby's deadlock
@@ -286,7 +290,8 @@ module Loadscan
 
       # One full GC when Ruby allocated BUDGET since the last GC (any GC: the app's GC.start too),
       # in heap pages and malloc, or when the process's resident size grew by BUDGET since then
-      # (what Ruby does not count: fiber stacks); :cap when it grew by CAP since setup.
+      # (what Ruby does not count: fiber stacks); :cap when it grew by CAP since setup; :memory after
+      # a run that Ruby's own allocation did not call for.
       def budget
         now = rss
         mark_gc(now) if GC.count != @count
@@ -298,7 +303,7 @@ module Loadscan
         @budget_runs += 1
         GC.start
         mark_gc(rss)
-        nil
+        made < BUDGET ? :memory : nil
       end
 
       # Where the budget counts from: the last GC.
