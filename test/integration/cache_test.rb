@@ -29,17 +29,13 @@ class CacheTest < Minitest::Test
     end
   end
 
-  def backdate(dir)
-    # Make the cache's scan look older than the tree (as after a real pause between boots),
-    # so warm boots are judged by stamps rather than the racy window.
-    old = Time.now - 10
-    Dir.glob("#{dir}/e*/**/").each { |d| File.utime(old, old, d) }
-    Dir.glob("#{dir}/e*").each { |d| File.utime(old, old, d) }
-  end
+  # The load-path entries' directories dated back (FileTree#backdate): warm boots judge them by
+  # their stamps rather than the racy window.
+  def backdate_entries(dir) = backdate(dir, %w[e*/**/ e*])
 
   def test_warm_boot_serves_from_the_cache_and_equals_stock
     with_app do |dir, lp, cache|
-      backdate(dir)
+      backdate_entries(dir)
       cold = boot(lp, cache)
       assert File.file?(File.join(cache, FILE)), "the cold boot writes the cache at exit"
       assert_equal 0, cold.report["stats"][:roots_from_cache]
@@ -66,7 +62,7 @@ class CacheTest < Minitest::Test
         boot(lp, cache)
         change.call(dir) # right after the cache write: the same second, the racy window
         boot(lp, cache)
-        backdate(dir)
+        backdate_entries(dir)
         boot(lp, cache)
       rescue Minitest::Assertion => e
         raise e.exception("#{name}: #{e.message}")
@@ -146,7 +142,7 @@ class CacheTest < Minitest::Test
   # (the write is temp file + rename; ext/loadscan-core/tests/crash.rs kills real writers).
   def test_a_write_killed_halfway_leaves_the_previous_cache
     with_app do |dir, lp, cache|
-      backdate(dir) # the second boot then finds nothing changed and leaves the cache alone
+      backdate_entries(dir) # the second boot then finds nothing changed and leaves the cache alone
       boot(lp, cache)
       index = File.join(cache, FILE)
       before = File.binread(index)
@@ -154,8 +150,7 @@ class CacheTest < Minitest::Test
       File.binwrite(tmp, before[0, before.bytesize / 2])
       boot(lp, cache) # readers never see it: no warning, same answers
       assert_equal before, File.binread(index)
-      old = Time.now - 3600
-      File.utime(old, old, tmp)
+      backdate(tmp, ["."])
       boot(lp + ["#{lp[0]}/sub"], cache) # a new entry makes the cache dirty: written over it
       refute File.exist?(tmp), "the next write removes a dead writer's temp file"
       refute_equal before, File.binread(index)
@@ -254,7 +249,7 @@ class CacheTest < Minitest::Test
       dir = File.join(top, "app")
       make_tree(dir, tree)
       FileUtils.chmod_R("a+rX", dir)
-      backdate(dir)
+      backdate_entries(dir)
       lp = %W[#{dir}/e1 #{dir}/e2]
       cache = File.join(top, "cache")
       exe = File.join(Loadscan::TestSupport::ROOT, "exe", "loadscan")

@@ -115,8 +115,7 @@ class EdgeCasesTest < Minitest::Test
                 ["e/sub/baz.so.rb", ""], ["f/qux.rb.rb", ""]]) do |dir|
       # Not just written (a directory changed within the racy window is asked again), so that a
       # miss of `foo.so` is sure and the bare search is the index's too.
-      old = Time.now - 60
-      Dir.glob("#{dir}/**/").each { |d| File.utime(old, old, d) }
+      backdate(dir)
       _, fast = assert_same(script(%W[#{dir}/e #{dir}/f], %w[foo.so bar.o sub//baz.so nope.so qux.rb foo.so]))
       # (Where extensions are linked in, a .so miss is never sure, README "Limits": Ruby searches.)
       assert_operator fast.report["stats"][:hits], :>=, 3, fast.report["stats"].inspect unless RbConfig::CONFIG["EXTSTATIC"] == "static"

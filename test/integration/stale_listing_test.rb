@@ -21,15 +21,6 @@ class StaleListingTest < Minitest::Test
     fast
   end
 
-  # Makes every directory under `dir` look changed long before the first boot lists it, so that
-  # later boots judge it by its stamp, not by the racy window (a directory changed within a
-  # second of its listing counts as changed). Called once, before the first boot: the changes
-  # the tests make afterwards leave the directories holding the load-path entries as they were.
-  def backdate(dir)
-    old = Time.now - 10
-    Dir.glob("#{dir}/**/").each { |d| File.utime(old, old, d) }
-  end
-
   # Each feature's result: what `require` returned, or its LoadError's message.
   def results(run) = run.report["results"].to_h { |f, r| [f, r.is_a?(Array) ? r[1] : r] }
 

@@ -194,8 +194,7 @@ class KernelRequireTest < Minitest::Test
     with_files([["e1/opt/present.rb", ""], ["e2/x.rb", ""]]) do |dir|
       # Directories changed within a second of their listing are asked of Ruby (racy): these
       # were made just now, so they are dated back.
-      old = Time.now - 3600
-      %w[e1 e1/opt e2].each { |d| File.utime(old, old, File.join(dir, d)) }
+      backdate(dir, %w[e1 e1/opt e2])
       code = <<~RUBY
         def optional(f)
           require f
