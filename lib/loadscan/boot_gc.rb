@@ -87,20 +87,6 @@ module Loadscan
       end
     end
 
-    # A fork ends the boot first (the child never starts with GC off); so does Process.daemon,
-    # which forks without Process._fork.
-    module Fork
-      def _fork
-        BootGC.before_fork
-        super
-      end
-
-      def daemon(...)
-        BootGC.finish(:fork)
-        super
-      end
-    end
-
     # The ends that say where the program's boot ended (the next boot of a program that only
     # exited ends at its mark; one that said it had booted will say so again, and is deferred
     # by default).
@@ -142,10 +128,13 @@ module Loadscan
           return @not_deferred = "no native thread"
         end
         switch_methods(true)
-        Process.singleton_class.prepend(Fork) unless Process.singleton_class.include?(Fork)
       end
 
       def deferring? = @deferring == true
+
+      # Whether GC was deferred in this process's boot (ended or not): a fork then ends the boot
+      # first (CoreExt::Fork, the one hook on `_fork` and `daemon`, also Process.daemon's).
+      def deferred? = @deferred == true
 
       # Which program this is, as the next boot's mark is kept for: its name and first argument
       # (`bin/rails server` and `bin/rails -T` end their boots at different points), hashed.

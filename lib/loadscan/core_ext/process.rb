@@ -9,6 +9,11 @@ module Loadscan
     # daemon(3), called directly), so loadscan takes the lock in both first, waiting for the
     # other thread with `sleep` (the GVL released, interrupts served), and lets it go after, in
     # the parent and in the child (the daemon, where this thread goes on alone).
+    #
+    # Before that, where GC was deferred during the boot (BootGC), the parent's boot ends: a
+    # child never starts with GC off, and after `fork` one GC runs first, so that the children
+    # share a heap without the boot's garbage (not while the lock is held). The one hook on
+    # `_fork` and `daemon` for both, in that order.
     module Fork
       # How long a fork waits for the lock before forking without it (the child then leaves
       # every `require` to Ruby): scans end on their own; this bounds the pathological case of
@@ -17,6 +22,7 @@ module Loadscan
       PAUSE = 0.001
 
       def _fork
+        BootGC.before_fork if Fork.boot_gc?
         held = Fork.hold
         super
       ensure
@@ -24,6 +30,7 @@ module Loadscan
       end
 
       def daemon(...)
+        BootGC.finish(:fork) if Fork.boot_gc?
         held = Fork.hold
         super
       ensure
@@ -39,6 +46,9 @@ module Loadscan
         end
         true
       end
+
+      # Whether GC was deferred in this process's boot (a fork ends it, if it goes on).
+      def self.boot_gc? = defined?(BootGC) && BootGC.deferred?
 
       def self.attach
         Process.singleton_class.prepend(self) unless Process.singleton_class.include?(self)
