@@ -118,9 +118,9 @@ module Loadscan
     end
 
     # Counters: `hits` (requires the index answered), `deferred` (left to Ruby's own
-    # require) and `left_to_ruby` (those by reason: `missing`, `not_feature` — absolute or
-    # `./` paths —, `not_string`, `loaded` under another spelling or being loaded, `blind_spot`,
-    # `unavailable`), `engaged` (see engaged?), `bootsnap_load_path_cache` (see bootsnap), entries
+    # require) and `left_to_ruby` (those by reason: `unsure_miss`, a miss the index cannot be
+    # sure of; `not_feature`, absolute or `./` paths; `not_string`; `loaded` under another
+    # spelling or being loaded; `blind_spot`; `unavailable`), `engaged` (see engaged?), `bootsnap_load_path_cache` (see bootsnap), entries
     # scanned, features indexed, timings.
     def stats
       stats = active? ? Native.stats : nil

@@ -9,7 +9,7 @@ module Loadscan
   # words: `loadscan stats`, `doctor` and the LOADSCAN_STATS=1 line.
   #
   #   {"at":"2026-11-30T23:59:01Z","pid":4242,"program":"bin/rails","ruby":"3.1.2",
-  #    "cache":"clean","engaged":true,"gc":{…},"hits":1900,"misses":5,"left_to_ruby":{"missing":3},…}
+  #    "cache":"clean","engaged":true,"gc":{…},"hits":1900,"misses":5,"left_to_ruby":{"unsure_miss":3},…}
   module LastBoot
     class << self
       # The last record in `dir` as a Hash with String keys, or nil when there is none. It is
@@ -47,7 +47,7 @@ module Loadscan
         r = record
         count = ->(name) { r[name].is_a?(Numeric) ? r[name] : 0 }
         left = (r["left_to_ruby"].is_a?(Hash) ? r["left_to_ruby"] : {}).select { |_, n| n.is_a?(Integer) && n.positive? }
-        why = left.empty? ? "" : " (#{left.map { |reason, n| "#{n} #{reason}" }.join(", ")})"
+        why = left.empty? ? "" : " (#{left.map { |reason, n| "#{n} #{reason.to_s.tr("_", " ")}" }.join(", ")})"
         setup_ms = r["setup_ms"].is_a?(Numeric) ? r["setup_ms"] : %w[cache_load_ms expand_ms sync_ms].sum(&count) # older records
         "#{"#{r["at"]} #{r["program"]} (pid #{r["pid"]}, Ruby #{r["ruby"]}): " if who}" \
           "#{count.("hits")} requires answered from the index, #{count.("misses")} misses, " \

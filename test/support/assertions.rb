@@ -15,7 +15,7 @@ module Loadscan
         refute_nil stats, "#{label}: loadscan not active"
         assert stats[:engaged], "#{label}: require does not reach loadscan"
         answered = stats[:hits] + stats[:misses]
-        searching = answered + stats[:left_to_ruby].values_at(:missing, :blind_spot, :loaded, :unavailable).sum
+        searching = answered + stats[:left_to_ruby].values_at(:unsure_miss, :blind_spot, :loaded, :unavailable).sum
         assert_operator answered, :>=, MIN_ANSWERED * searching, "#{label}: #{stats.inspect}"
         assert_operator stats[:hits], :>=, features / 2, "#{label}: #{stats[:hits]} hits for #{features} features"
       end

@@ -64,7 +64,7 @@ impl Reason {
         match self {
             Reason::NotString => "not_string",
             Reason::NotFeature => "not_feature",
-            Reason::UnsureMiss => "missing",
+            Reason::UnsureMiss => "unsure_miss",
             Reason::BlindSpot => "blind_spot",
             Reason::Loaded => "loaded",
             Reason::Unavailable => "unavailable",
