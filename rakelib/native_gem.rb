@@ -41,7 +41,8 @@ module NativeGem
   PKG = ENV.fetch("LOADSCAN_NATIVE_PKG", File.join(ROOT, "pkg"))
 
   # One library of a native gem: the Ruby minor it was built for, and the built file.
-  Build = Struct.new(:minor, :library)
+  # `dev`: built by a development Ruby (RUBY_PATCHLEVEL -1, a version such as 4.1.0.dev).
+  Build = Struct.new(:minor, :library, :dev)
 
   module_function
 
@@ -53,6 +54,7 @@ module NativeGem
   end
 
   def minor_of(*ruby) = capture(*ruby, "--disable-gems", "-e", 'print RUBY_VERSION[/\A\d+\.\d+/]')
+  def dev?(*ruby) = capture(*ruby, "--disable-gems", "-e", "print RUBY_PATCHLEVEL.negative?") == "true"
 
   # The host's libraries: `rake compile` with each Ruby of the matrix (its own cargo target dir,
   # target/ruby-<minor>, so a warm one rebuilds nothing).
@@ -65,7 +67,7 @@ module NativeGem
       env = { "PATH" => [bin, *path].join(":"), "CARGO_TARGET_DIR" => nil, "RUBYOPT" => nil, "RUBYLIB" => nil }
       system(env, ruby, "-S", "rake", "compile", chdir: ROOT, exception: true)
       minor = minor_of(ruby)
-      Build.new(minor, File.join(ROOT, "lib", "loadscan", minor, "loadscan.so"))
+      Build.new(minor, File.join(ROOT, "lib", "loadscan", minor, "loadscan.so"), dev?(ruby))
     end
   end
 
@@ -98,13 +100,15 @@ module NativeGem
   # RubyGems installs the gem only on the Rubies it holds a library for: from the lowest minor to
   # below the one after the highest, minus the gaps between shipped minors of one major (3.2
   # between 3.1 and 3.3; 3.4 was the last 3.x, 4.0 the next). Any other Ruby gets the source gem.
-  def ruby_requirement(minors)
+  # A library built by a development Ruby of the lowest minor (`dev`: 4.1.0.dev) admits it too.
+  def ruby_requirement(minors, dev: [])
     versions = minors.map { |m| Gem::Version.new(m) }.sort
     high = versions.last.segments
+    low = dev.include?(versions.first.to_s) ? "#{versions.first}.a" : versions.first
     gaps = versions.group_by { |v| v.segments[0] }.flat_map do |major, of_major|
       (of_major.first.segments[1]..of_major.last.segments[1]).map { |minor| "#{major}.#{minor}" }
     end - minors
-    [">= #{versions.first}", "< #{high[0]}.#{high[1] + 1}",
+    [">= #{low}", "< #{high[0]}.#{high[1] + 1}",
      *gaps.flat_map { |gap| Array.new(GAP_RELEASES) { |patch| "!= #{gap}.#{patch}" } }]
   end
 
@@ -140,7 +144,7 @@ module NativeGem
     spec.platform = Gem::Platform.new(platform.split("-", 3))
     spec.extensions = []
     spec.files = files.sort
-    spec.required_ruby_version = ruby_requirement(builds.map(&:minor))
+    spec.required_ruby_version = ruby_requirement(builds.map(&:minor), dev: builds.select(&:dev).map(&:minor))
     floor = glibc_floor(builds.map(&:library))
     if Gem::Version.new(floor) > Gem::Version.new(GLIBC_FLOOR)
       raise "the #{platform} libraries need glibc #{floor}, above the supported floor #{GLIBC_FLOOR} (README, \"Install\")"

@@ -23,8 +23,8 @@ module Loadscan
   #              had when it exited, if that boot never said it had booted (a script, `rake -T`)
   #   fork       a `fork` (the parent's boot ends before it) or `Process.daemon`
   #   cap        the process's resident size grew by CAP since setup
-  #   memory     a budget run was due to resident growth Ruby does not count (fiber stacks, a C
-  #              library's memory): only Ruby's own GC schedule keeps that in check
+  #   memory     two budget runs in a row were due to resident growth Ruby does not count (fiber
+  #              stacks, a C library's memory): only Ruby's own GC schedule keeps that in check
   #   time       MAX_SECONDS after setup
   #   exit       the program ends first (loadscan's at_exit, after the program's own)
   #
@@ -32,8 +32,8 @@ module Loadscan
   # pages, malloc), or the process's resident size grew by BUDGET since then (what Ruby does not
   # count: fiber stacks, mapped files), one full GC runs (a budget run: it frees all that stock's
   # GCs would, the old garbage too) and the deferral goes on, unless it ran for growth Ruby does not
-  # count (fiber stacks pooled after that run would grow by BUDGET at every run); CAP of growth ends
-  # it. The budget and the ends no callback announces are checked by
+  # count twice in a row (the stacks of fibers it freed stay pooled: each such run came BUDGET
+  # higher; one alone is a boot's own, a Rails app's on Ruby 4.1); CAP of growth ends it. The budget and the ends no callback announces are checked by
   # `tick`, every TICK_MS, in the main Ractor's running thread at its next interrupt check (a
   # postponed job, as Ruby runs finalizers), asked by a native thread of the extension
   # (ext/loadscan/src/ticker.rs): no Ruby thread, so nothing in `Thread.list`, in Ruby's deadlock
@@ -112,7 +112,7 @@ module Loadscan
         key # as the program was started, before it shifts ARGV
         @mark = last_end&.first == "exit" ? last_end.last : nil
         @boot_end = nil
-        @budget_runs = 0
+        @budget_runs = @unaccounted_runs = 0
         @app_disabled = false
         @deferred = @deferring = false
         @ended = nil
@@ -280,7 +280,7 @@ module Loadscan
       # One full GC when Ruby allocated BUDGET since the last GC (any GC: the app's GC.start too),
       # in heap pages and malloc, or when the process's resident size grew by BUDGET since then
       # (what Ruby does not count: fiber stacks); :cap when it grew by CAP since setup; :memory after
-      # a run that Ruby's own allocation did not call for.
+      # the second run in a row that Ruby's own allocation did not call for.
       def budget
         now = rss
         mark_gc(now) if GC.count != @count
@@ -290,9 +290,10 @@ module Loadscan
         return nil if made < BUDGET && now - @rss < BUDGET
 
         @budget_runs += 1
+        @unaccounted_runs = made < BUDGET ? @unaccounted_runs.to_i + 1 : 0
         GC.start
         mark_gc(rss)
-        made < BUDGET ? :memory : nil
+        :memory if @unaccounted_runs >= 2
       end
 
       # Where the budget counts from: the last GC.
