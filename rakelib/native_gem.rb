@@ -20,11 +20,14 @@ module NativeGem
   # The aarch64 matrix, by `ruby` executable (LOADSCAN_AARCH64_RUBIES, colon-separated, to
   # override), each run under qemu-user for rb-sys, which asks it for the target's RbConfig
   # (headers and flags of the aarch64 build): Debian's arm64 Ruby 3.1 (bin/setup unpacks it; its
-  # headers are ruby3.1-dev:arm64's) and the aarch64 builds of 3.3 and 3.4 from ../shared/rubies
-  # (bin/setup unpacks them at the prefix they were built for).
-  AARCH64_RUBIES = ENV.fetch("LOADSCAN_AARCH64_RUBIES",
-                             %w[/opt/rubies/ruby-3.1-arm64/usr/bin/ruby3.1 /opt/rubies/ruby-3.3.8-aarch64/bin/ruby
-                                /opt/rubies/ruby-3.4.5-aarch64/bin/ruby].join(":")).split(":")
+  # headers are ruby3.1-dev:arm64's), the aarch64 builds of 3.3 and 3.4 from ../shared/rubies
+  # (bin/setup unpacks them at the prefix they were built for), and Ruby 4.0 where one was
+  # cross-built by hand (CONTRIBUTING.md, "The matrix").
+  AARCH64_RUBIES = ENV.fetch("LOADSCAN_AARCH64_RUBIES") do
+    [*%w[/opt/rubies/ruby-3.1-arm64/usr/bin/ruby3.1 /opt/rubies/ruby-3.3.8-aarch64/bin/ruby
+         /opt/rubies/ruby-3.4.5-aarch64/bin/ruby],
+     *Dir["/opt/rubies/ruby-4.0.2-aarch64/bin/ruby"].select { |ruby| File.executable?(ruby) }].join(":")
+  end.split(":")
   # qemu-user emulating a Neoverse N1 (AWS Graviton 2): its default CPU ("max") emulates pointer
   # authentication in software, which makes Ruby about 5 times slower.
   QEMU = %w[qemu-aarch64-static -cpu neoverse-n1].freeze
