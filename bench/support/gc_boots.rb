@@ -5,7 +5,7 @@ require "fileutils"
 require "tmpdir"
 require_relative "runner"
 require_relative "fixtures"
-require_relative "../../lib/loadscan/gc_advice"
+require_relative "../../lib/loadscan/cli/gc_advice"
 
 module Bench
   # Boots of one app with GC deferred during the boot (the default), with LOADSCAN_GC=off, and

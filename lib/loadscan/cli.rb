@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "optparse"
-require_relative "output"
+require_relative "cli/output"
 
 module Loadscan
   # `loadscan` on the command line. Commands look at the load path the app's boot sets up:
@@ -281,7 +281,7 @@ module Loadscan
     end
 
     def cmd_install(_args)
-      require_relative "installer"
+      require_relative "cli/installer"
       installer = Installer.new(Dir.pwd)
       changes = installer.changes.select(&:changed?)
       diff = changes.map(&:diff).join # before writing: nothing after it can fail
@@ -311,7 +311,7 @@ module Loadscan
     end
 
     def cmd_doctor(_args)
-      require_relative "doctor"
+      require_relative "cli/doctor"
       Doctor.new(cli_dirs: @dirs, options: @options, env: @env, timeout: @timeout).report.then do |report|
         emit(report) { |r| Doctor.text(r) }
         report["ok"] ? 0 : 1

@@ -2,7 +2,7 @@
 
 require_relative "bundler_app"
 require_relative "rails_app/files"
-require_relative "../../lib/loadscan/installer"
+require_relative "../../lib/loadscan/cli/installer"
 require_relative "../../fixtures/rails_app"
 
 module Loadscan

@@ -124,7 +124,7 @@ module Loadscan
         args = @dirs.flat_map { |d| ["-I", d] }
         env = @env.to_h.merge(env)
         boot = boot_file(env)
-        status, err = run_boot(env, RbConfig.ruby, *args, "-e", PROBE_SCRIPT, out, File.expand_path("setup", __dir__), boot.to_s)
+        status, err = run_boot(env, RbConfig.ruby, *args, "-e", PROBE_SCRIPT, out, File.expand_path("../setup", __dir__), boot.to_s)
         return { "boot" => boot, "timed_out" => @timeout, "boot_output" => last_lines(err) } unless status
         unless status.success? && File.file?(out)
           how = status.exitstatus ? "exit #{status.exitstatus}" : "signal #{status.termsig}"
