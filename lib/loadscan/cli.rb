@@ -240,7 +240,7 @@ module Loadscan
 
     # The app's cache dir, as its boot would pick it (`--cache-dir`, the app's environment), or nil.
     def app_cache_dir
-      Config.new(**@options.slice(:cache_dir), env: @env).cache_dir
+      Config.app_cache_dir(**@options.slice(:cache_dir), env: @env, running: nil)
     end
 
     def cmd_stats(_args)

@@ -61,6 +61,14 @@ module Loadscan
     # What was wrong with the settings, one message each (Loadscan.setup warns once with them).
     attr_reader :problems
 
+    # The cache dir of the app a process runs in or for, one rule for `rake loadscan:clear` and
+    # the command line: the one loadscan set up with in this process (`running`; the command
+    # line gives nil: it runs beside the app), else the one the app's boot would pick
+    # (`cache_dir`: `--cache-dir`; the environment). nil: no cache.
+    def self.app_cache_dir(cache_dir: nil, env: ENV, running: Loadscan.config)
+      running&.cache_dir || new(cache_dir: cache_dir, env: env).cache_dir
+    end
+
     def initialize(enabled: nil, threads: nil, cache_dir: nil, cache: nil, validate: nil, readonly: nil,
                    stable_dirs: nil, lazy: nil, stats: nil, ignore_dirs: nil, gc: nil, env: ENV)
       @env = env

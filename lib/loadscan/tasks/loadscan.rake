@@ -5,7 +5,7 @@ namespace :loadscan do
   task :clear do
     require_relative "../../loadscan"
     # This process set loadscan up (config/boot.rb): it must not write the cache back at exit.
-    removed = Loadscan.clear_cache(Loadscan.config&.cache_dir || Loadscan::Config.new.cache_dir)
+    removed = Loadscan.clear_cache(Loadscan::Config.app_cache_dir)
     puts(removed.empty? ? "loadscan: nothing to remove" : removed.map { |path| "removed #{path}" })
   end
 end
