@@ -139,7 +139,7 @@ module Loadscan
       # Which program this is, as the next boot's mark is kept for: its name and first argument
       # (`bin/rails server` and `bin/rails -T` end their boots at different points), hashed.
       def key
-        @key ||= Native.stable_hash("#{$PROGRAM_NAME}\0#{ARGV.first}")
+        @key ||= Native.unseeded_hash("#{$PROGRAM_NAME}\0#{ARGV.first}")
       end
 
       # Ends the boot (`why`: one of the ends above). GC is enabled again unless the app disabled

@@ -257,10 +257,10 @@ module Loadscan
 
         base = File.join(home, ".cache")
       end
-      return nil unless File.directory?(File.dirname(base)) && Native.respond_to?(:stable_hash)
+      return nil unless File.directory?(File.dirname(base)) && Native.respond_to?(:unseeded_hash)
 
       program = File.absolute_path(File.dirname($PROGRAM_NAME.to_s))
-      File.join(base, "loadscan", "#{File.basename(program).gsub(/[^\w.-]/, "_")}-#{Native.stable_hash(program)}")
+      File.join(base, "loadscan", "#{File.basename(program).gsub(/[^\w.-]/, "_")}-#{Native.unseeded_hash(program)}")
     end
   end
 end

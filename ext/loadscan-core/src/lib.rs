@@ -40,7 +40,7 @@
 #![deny(missing_docs)]
 
 pub use blocking::{Blocking, InPlace};
-pub use hash::stable_hash;
+pub use hash::unseeded_hash;
 pub use index::{
     resolve, Answer, Explanation, FoundFile, Hint, LazyStats, Reason, RecentPaths, Resolved, SyncPolicy, Want, PROBE,
 };
@@ -57,7 +57,7 @@ pub use store::{CacheFile, Validation, CACHE_FILE, LAST_BOOT_FILE};
 /// interface.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::index::{settle, settle_in_turn, Index, Lister, Located, Query, RootId, SyncReport};
+    pub use crate::index::{decide, decide_in_turn, Index, Lister, Located, Query, RootId, SyncReport};
     pub use crate::load_path::ExpandedLoadPath;
     pub use crate::scan::{
         list_deferred, scan_roots, scan_serial, DirRecord, DirStamp, FileEntry, ListHook, Listing, RootState,

@@ -148,14 +148,14 @@ fn empty_entries_are_skipped_and_missing_ones_expand_lexically() {
     let all = vec![t.path("a"), t.path("b"), t.path("x/y")];
     assert_eq!(poll(&mut lp, &mut array), (Got::Changed(all.clone()), vec![0, 1, 2, 3, 4]));
     assert_eq!(lp.entries(), all);
-    assert!(!lp.is_settled(), "the object is asked again, the cwd checked");
+    assert!(!lp.is_mirrored(), "the object is asked again, the cwd checked");
     assert_eq!(poll(&mut lp, &mut array), (Got::Same, vec![2]));
     array.set(2, s(""));
     assert_eq!(poll(&mut lp, &mut array), (Got::Same, vec![0, 1, 2, 3, 4]), "the same entries");
     array.set(0, s(t.path("a")));
     array.set(2, s(t.path("a")));
     assert_eq!(poll(&mut lp, &mut array).0, Got::Changed([&all[..1], &all[..1], &all].concat()));
-    assert!(lp.is_settled(), "all Strings, none relative");
+    assert!(lp.is_mirrored(), "all Strings, none relative");
 }
 
 #[test]
@@ -168,11 +168,11 @@ fn a_nul_byte_or_a_leading_tilde_makes_the_path_opaque() {
         let mut array = Array::new(vec![s(&a), odd]);
         let mut lp = ExpandedLoadPath::default();
         assert_eq!(poll(&mut lp, &mut array).0, Got::Opaque);
-        assert!(!lp.is_settled());
+        assert!(!lp.is_mirrored());
         assert_eq!(poll(&mut lp, &mut array).0, Got::Opaque, "as long as it is there");
         array.set(1, s(&a));
         assert_eq!(poll(&mut lp, &mut array), (Got::Changed(vec![a.clone(), a.clone()]), vec![0, 1]));
-        assert!(lp.is_settled());
+        assert!(lp.is_mirrored());
     }
 }
 
@@ -185,7 +185,7 @@ fn relative_entries_are_expanded_again_only_when_the_cwd_moved() {
     let mut lp = ExpandedLoadPath::default();
     let in_one = vec![t.path("one/lib"), t.path("abs"), t.path("one/lib")];
     assert_eq!(poll(&mut lp, &mut array), (Got::Changed(in_one.clone()), vec![0, 1, 2]));
-    assert!(!lp.is_settled(), "the cwd is checked before every search");
+    assert!(!lp.is_mirrored(), "the cwd is checked before every search");
     assert_eq!(poll(&mut lp, &mut array), (Got::Same, vec![]), "same cwd: nothing asked");
     std::env::set_current_dir(t.path("two")).unwrap();
     let in_two = vec![t.path("two/lib"), t.path("abs"), t.path("two/lib")];
@@ -209,7 +209,7 @@ fn objects_are_asked_again_before_every_poll() {
     let mut array = Array::new(vec![s(t.path("a")), obj(t.path("b"))]);
     let mut lp = ExpandedLoadPath::default();
     assert_eq!(poll(&mut lp, &mut array), (Got::Changed(vec![t.path("a"), t.path("b")]), vec![0, 1]));
-    assert!(!lp.is_settled());
+    assert!(!lp.is_mirrored());
     assert_eq!(poll(&mut lp, &mut array), (Got::Same, vec![1]));
     array.answer(1, Ok(&t.path("c")));
     assert_eq!(poll(&mut lp, &mut array), (Got::Changed(vec![t.path("a"), t.path("c")]), vec![1]));
@@ -233,7 +233,7 @@ fn an_absolute_string_keeps_its_realpath_until_the_load_path_changes() {
     assert_eq!(got, (Got::Changed(vec![a.clone(), b.clone()]), vec![1]), "only the object follows it");
     array.truncate(1);
     assert_eq!(poll(&mut lp, &mut array).0, Got::Changed(vec![b.clone()]), "the next change does");
-    assert!(lp.is_settled());
+    assert!(lp.is_mirrored());
     array.set(1, s(t.path("other")));
     assert_eq!(poll(&mut lp, &mut array), (Got::Changed(vec![b, t.path("other")]), vec![0, 1]));
 }
@@ -245,7 +245,7 @@ fn a_raising_to_path_leaves_every_entry_to_expand_again() {
     let mut array = Array::new(vec![s(t.path("a")), Item::Obj(Err("boom".into())), s(t.path("b"))]);
     let mut lp = ExpandedLoadPath::default();
     assert_eq!(poll(&mut lp, &mut array), (Got::Raised("boom".into()), vec![0, 1]));
-    assert!(!lp.is_settled());
+    assert!(!lp.is_mirrored());
     array.answer(1, Ok(&t.path("c")));
     let all = vec![t.path("a"), t.path("c"), t.path("b")];
     assert_eq!(poll(&mut lp, &mut array), (Got::Changed(all.clone()), vec![0, 1, 2]));

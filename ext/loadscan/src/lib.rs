@@ -43,7 +43,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("probes", function!(native::probes, 0))?;
     native.define_module_function("explain", function!(native::explain, 1))?;
     native.define_module_function("stems", function!(native::stems, 0))?;
-    native.define_module_function("stable_hash", function!(native::stable_hash, 1))?;
+    native.define_module_function("unseeded_hash", function!(native::unseeded_hash, 1))?;
     native.define_module_function("hold_for_fork", function!(native::hold_for_fork, 0))?;
     native.define_module_function("release_after_fork", function!(native::release_after_fork, 0))?;
     native.define_module_function("start_ticker", function!(|m: Value, ms: u64| ticker::start(m.as_raw(), ms), 2))?;

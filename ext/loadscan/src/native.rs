@@ -146,10 +146,10 @@ pub fn stems(ruby: &Ruby) -> RArray {
     convert::strings(ruby, with_synced(|s| s.stems()).unwrap_or_default())
 }
 
-/// `stable_hash(string)`: 16 hex digits, the same in every process and on every machine (names
+/// `unseeded_hash(string)`: 16 hex digits, the same in every process and on every machine (names
 /// the per-program cache directory of a script outside any app).
-pub fn stable_hash(s: RString) -> String {
-    format!("{:016x}", loadscan_core::stable_hash(&bytes(s)))
+pub fn unseeded_hash(s: RString) -> String {
+    format!("{:016x}", loadscan_core::unseeded_hash(&bytes(s)))
 }
 
 /// `hold_for_fork`, `release_after_fork`: the state lock around a `fork` (`state.rs`).

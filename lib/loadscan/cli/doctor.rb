@@ -18,7 +18,7 @@ module Loadscan
     # Runs in the child: the app's own boot, as the parent chose it (`boot_file`, ARGV[2]; empty
     # for none), with loadscan/setup by the absolute path in ARGV[1] if the boot did not set it
     # up, then a report (Marshal, to the path in ARGV[0]).
-    PROBE_SCRIPT = <<~'RUBY'
+    BOOT_SCRIPT = <<~'RUBY'
       report = { "boot" => (ARGV[2] unless ARGV[2].empty?) }
       begin
         case report["boot"]
@@ -72,10 +72,10 @@ module Loadscan
     end
 
     def report
-      r = Output.utf8(probe)
+      r = Output.utf8(trial_boot)
       r["cache"] = cache(r.dig("settings", "cache_dir"))
       r["last_boot"] = r.dig("settings", "cache_dir")&.then { |dir| LastBoot.read(dir) }
-      r["gc_settings"] = GCAdvice.new(r["last_boot"]) { |env| Output.utf8(probe(env))["stats"] }.report if r["ruby"]
+      r["gc_settings"] = GCAdvice.new(r["last_boot"]) { |env| Output.utf8(trial_boot(env))["stats"] }.report if r["ruby"]
       r["problems"] = problems(r)
       n = notes(r)
       r["notes"] = n unless n.empty?
@@ -116,7 +116,7 @@ module Loadscan
 
     private
 
-    def probe(extra_env = {})
+    def trial_boot(extra_env = {})
       Dir.mktmpdir("loadscan-doctor") do |tmp|
         out = File.join(tmp, "report")
         env = extra_env.merge("LOADSCAN_READONLY" => "1") # looking, not writing
@@ -124,11 +124,11 @@ module Loadscan
         args = @dirs.flat_map { |d| ["-I", d] }
         env = @env.to_h.merge(env)
         boot = boot_file(env)
-        status, err = run_boot(env, RbConfig.ruby, *args, "-e", PROBE_SCRIPT, out, File.expand_path("../setup", __dir__), boot.to_s)
+        status, err = run_boot(env, RbConfig.ruby, *args, "-e", BOOT_SCRIPT, out, File.expand_path("../setup", __dir__), boot.to_s)
         return { "boot" => boot, "timed_out" => @timeout, "boot_output" => last_lines(err) } unless status
         unless status.success? && File.file?(out)
           how = status.exitstatus ? "exit #{status.exitstatus}" : "signal #{status.termsig}"
-          return { "boot" => boot, "probe_error" => [how, last_lines(err)].reject(&:empty?).join(": ") }
+          return { "boot" => boot, "trial_error" => [how, last_lines(err)].reject(&:empty?).join(": ") }
         end
 
         Marshal.load(File.binread(out)) # rubocop:disable Security/MarshalLoad -- our own child wrote it
@@ -138,7 +138,7 @@ module Loadscan
     # The last three lines of a child's stderr, on one line.
     def last_lines(err) = err.lines.last(3).map(&:strip).join(" | ")
 
-    # What the probe boots with the child's `env` (decided here only; the child runs it): a Rails
+    # What the trial boot runs with the child's `env` (decided here only; the child runs it): a Rails
     # app's whole boot when the GC advice asks for it (LOADSCAN_DOCTOR_ENVIRONMENT), else
     # config/boot.rb, else Bundler's setup for a Gemfile, else nothing (nil).
     def boot_file(env)
@@ -220,7 +220,7 @@ module Loadscan
 
     def problems(r)
       list = []
-      return ["the boot could not run: #{r["probe_error"]}"] if r["probe_error"]
+      return ["the boot could not run: #{r["trial_error"]}"] if r["trial_error"]
       if r["timed_out"]
         output = r["boot_output"].empty? ? "" : " (its last output: #{r["boot_output"]})"
         return ["#{r["boot"] || "the boot"} hangs: it had not finished after #{format("%g", r["timed_out"])} s and was stopped#{output}; " \

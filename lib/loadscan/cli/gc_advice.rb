@@ -25,12 +25,12 @@ module Loadscan
     # The malloc limit of the measuring boot.
     UNREACHED = 1 << 30
 
-    # `probe`: runs the app's boot with an environment (a Hash) and returns its Loadscan.stats
+    # `boot`: runs the app's boot with an environment (a Hash) and returns its Loadscan.stats
     # (String keys; `doctor` boots it as it boots), or nil.
-    def initialize(last, ruby: RUBY_VERSION, &probe)
+    def initialize(last, ruby: RUBY_VERSION, &boot)
       @gc = last && last["gc"].is_a?(Hash) ? last["gc"] : nil
       @ruby = Gem::Version.new(ruby)
-      @probe = probe
+      @boot = boot
     end
 
     # {"part", "last_runs", "settings", "with_settings"} (what doctor shows), or nil when the
@@ -101,7 +101,7 @@ module Loadscan
     # when it ended at after_initialize), its figures.
     def boot(env)
       full = !deferred? && @gc["ended_by"] == "rails" ? { "LOADSCAN_DOCTOR_ENVIRONMENT" => "1" } : {}
-      stats = @probe.call(env.merge(full))
+      stats = @boot.call(env.merge(full))
       stats.is_a?(Hash) && stats["gc"].is_a?(Hash) ? stats.merge("gc" => stats["gc"].transform_keys(&:to_s)) : nil
     end
   end

@@ -1,6 +1,6 @@
 //! The *find*, the one lookup behind `require`, `$LOAD_PATH.resolve_feature_path` and
 //! `Loadscan.lookup`: parse the feature, locate it (listing the deferred directories its answer
-//! depends on), settle a miss (is it sure? [`Index::confirm_missing`]), and give the [`Answer`]
+//! depends on), decide a miss (is it sure? [`Index::confirm_missing`]), and give the [`Answer`]
 //! — the file, or a sure miss — or why Ruby's own search must answer.
 
 use rustc_hash::FxHashMap;
@@ -47,7 +47,7 @@ impl Index {
         let q = self.parse(feature).ok_or(Reason::NotFeature)?;
         let bare = q.fallback(feature);
         let searches = [Some(&q), bare.as_ref()].into_iter().flatten();
-        let found = settle_in_turn(searches, |s| self.find_one(s, blocking))?;
+        let found = decide_in_turn(searches, |s| self.find_one(s, blocking))?;
         // Ruby asks its table only once every search missed every entry.
         let maybe_linked_in = found.is_none() && self.not_linked_in.may_hold(feature, q.want);
         Ok(Answer { want: q.want, file: found, maybe_linked_in })
@@ -58,7 +58,7 @@ impl Index {
     fn find_one(&mut self, q: &Query, blocking: &impl Blocking) -> Result<Option<FoundFile>, Reason> {
         let located =
             self.locate_with(q, &mut |root, rel, dev, opts| blocking.run(|| list_deferred(root, rel, dev, opts)));
-        let found = settle(located, || blocking.run(|| self.confirm_missing(&q.stem)))?;
+        let found = decide(located, || blocking.run(|| self.confirm_missing(&q.stem)))?;
         Ok(found.map(|(root, kind)| FoundFile { path: self.path_of(root, &q.stem, kind), kind }))
     }
 
@@ -148,7 +148,7 @@ impl Index {
 
 /// A [`Located`] answer as `require` takes it: the file, `None` for a *sure miss* (`sure_miss`
 /// is asked only for a miss: [`Index::confirm_missing`]), or why Ruby must search.
-pub fn settle(located: Located, sure_miss: impl FnOnce() -> bool) -> Result<Option<(RootId, Kind)>, Reason> {
+pub fn decide(located: Located, sure_miss: impl FnOnce() -> bool) -> Result<Option<(RootId, Kind)>, Reason> {
     match located {
         Located::Found(root, kind) => Ok(Some((root, kind))),
         Located::Nowhere if sure_miss() => Ok(None),
@@ -161,12 +161,12 @@ pub fn settle(located: Located, sure_miss: impl FnOnce() -> bool) -> Result<Opti
 /// then its [`Query::fallback`]): the first file found; a sure miss only when every search is
 /// one; the first doubt (a [`Reason`]) ends it, since a file that search may find would come
 /// first.
-pub fn settle_in_turn<Q, T>(
+pub fn decide_in_turn<Q, T>(
     queries: impl IntoIterator<Item = Q>,
-    mut settle_one: impl FnMut(&Q) -> Result<Option<T>, Reason>,
+    mut decide_one: impl FnMut(&Q) -> Result<Option<T>, Reason>,
 ) -> Result<Option<T>, Reason> {
     for q in queries {
-        if let Some(found) = settle_one(&q)? {
+        if let Some(found) = decide_one(&q)? {
             return Ok(Some(found));
         }
     }
@@ -181,7 +181,7 @@ mod tests {
     fn searches_in_turn_stop_at_a_file_or_a_doubt() {
         let answers = |list: Vec<Result<Option<u8>, Reason>>| {
             let mut asked = 0;
-            let r = settle_in_turn(list, |a| {
+            let r = decide_in_turn(list, |a| {
                 asked += 1;
                 *a
             });
@@ -195,7 +195,7 @@ mod tests {
     }
 
     #[test]
-    fn settle_tells_a_sure_miss_from_a_doubtful_one() {
+    fn decide_tells_a_sure_miss_from_a_doubtful_one() {
         #[rustfmt::skip]
         let table = [
             (Located::Found(3, Kind::Ext), false, Ok(Some((3, Kind::Ext)))),
@@ -204,7 +204,7 @@ mod tests {
             (Located::Unknown, true, Err(Reason::BlindSpot)),
         ];
         for (located, confirmed, expected) in table {
-            assert_eq!(settle(located, || confirmed), expected, "{located:?} confirmed={confirmed}");
+            assert_eq!(decide(located, || confirmed), expected, "{located:?} confirmed={confirmed}");
         }
     }
 }

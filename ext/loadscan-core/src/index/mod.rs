@@ -16,7 +16,7 @@
 //! One job per file: `roots` (the registry of roots and their ranks), `gaps` (the one writer of
 //! the gap table), `locate` (precedence:
 //! pure logic over what is listed, no I/O), `lazy` (listing deferred directories a lookup
-//! needs), `find` (the whole lookup, the *find*: parse, locate, settle a miss with one `stat`
+//! needs), `find` (the whole lookup, the *find*: parse, locate, decide a miss with one `stat`
 //! per root, giving an [`Answer`]),
 //! `linked_in` (which misses Ruby's table of extensions without a file may still answer),
 //! `sync` (revalidation and scans, the only user of `store::check_root`), `racy` (listing racy
@@ -55,7 +55,7 @@ use rustc_hash::FxHashMap;
 
 pub use explain::Explanation;
 pub use feature::{Query, Want};
-pub use find::{settle, settle_in_turn, Answer, FoundFile};
+pub use find::{decide, decide_in_turn, Answer, FoundFile};
 use gaps::GapTable;
 use ids::IdList;
 pub use lazy::{LazyStats, Lister};

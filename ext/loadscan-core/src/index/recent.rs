@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Hint;
-use crate::hash::stable_hash;
+use crate::hash::unseeded_hash;
 
 /// Slots of the table (a power of two): a path's hash picks its slot and is kept in it.
 const SLOTS: usize = 4096;
@@ -27,7 +27,7 @@ impl RecentPaths {
     }
 
     fn slot(&self, path: &[u8]) -> (&AtomicU64, u64) {
-        let h = stable_hash(path) | 1; // never 0, the empty slot
+        let h = unseeded_hash(path) | 1; // never 0, the empty slot
         (&self.table[h as usize & (SLOTS - 1)], h)
     }
 }
@@ -65,8 +65,8 @@ mod tests {
         let same_slot = (0..100_000)
             .map(|i| format!("/lib/x{i}.rb"))
             .find(|p| {
-                (stable_hash(p.as_bytes()) | 1) as usize & (SLOTS - 1)
-                    == (stable_hash(b"/lib/a.rb") | 1) as usize & (SLOTS - 1)
+                (unseeded_hash(p.as_bytes()) | 1) as usize & (SLOTS - 1)
+                    == (unseeded_hash(b"/lib/a.rb") | 1) as usize & (SLOTS - 1)
             })
             .expect("a colliding path");
         recent.answered(same_slot.as_bytes());

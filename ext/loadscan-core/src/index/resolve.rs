@@ -257,7 +257,7 @@ mod tests {
             ("foo", at(Want::Bare, Kind::Rb), Ruby { feature: LOADING, file: NOT }, path()),
             ("foo.rb", at(Want::Rb, Kind::Rb), Ruby { feature: LOADING, file: NOT }, Resolved::Defer(Reason::Loaded)),
             ("foo", sure_miss(Want::Bare), Ruby { feature: LOADING, file: NOT }, Resolved::Defer(Reason::Loaded)),
-            // What the index could not settle goes to Ruby, whatever Ruby has loaded.
+            // What the index could not decide goes to Ruby, whatever Ruby has loaded.
             ("foo", Err(Reason::BlindSpot), Ruby { feature: YES, file: YES }, Resolved::Defer(Reason::BlindSpot)),
             ("foo", Err(Reason::UnsureMiss), Ruby { feature: NOT, file: NOT }, Resolved::Defer(Reason::UnsureMiss)),
         ];

@@ -91,7 +91,7 @@ impl ExpandedLoadPath {
     /// the last poll mirrored it and no entry is one Ruby expands again. A few field reads, for
     /// the check before every `require`.
     #[inline]
-    pub fn is_settled(&self) -> bool {
+    pub fn is_mirrored(&self) -> bool {
         !self.opaque && !self.fresh && matches!(self.recheck, Recheck::Never)
     }
 

@@ -106,7 +106,7 @@ impl Entry {
 /// The digest contribution of one entry; a directory's digest is the wrapping sum over its
 /// entries, so the order `readdir` returns them in does not matter.
 pub(crate) fn entry_digest(name: &[u8], found: &Entry) -> u64 {
-    crate::hash::stable_hash(name).wrapping_add(found.tag().wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    crate::hash::unseeded_hash(name).wrapping_add(found.tag().wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 /// What a directory entry is, after following a symlink.

@@ -102,7 +102,7 @@ fn record(rel: Vec<u8>, md: &std::fs::Metadata, entries: &[std::fs::DirEntry], o
             Err(err) if errno::not_found(&err) || errno::is_loop(&err) => 4,
             Err(_) => 5,
         };
-        let name = crate::hash::stable_hash(e.file_name().as_bytes());
+        let name = crate::hash::unseeded_hash(e.file_name().as_bytes());
         acc.wrapping_add(name.wrapping_add(tag.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
     });
     let unsettles = |e: &std::fs::DirEntry| match std::fs::metadata(e.path()) {

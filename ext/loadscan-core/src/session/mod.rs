@@ -190,7 +190,7 @@ impl Session {
     /// ([`SyncError::Raised`]: for the caller to raise once it holds nothing of its own).
     #[inline]
     pub fn sync<S: Entries>(&mut self, source: &mut S, blocking: &impl Blocking) -> Result<(), SyncError<S::Error>> {
-        if self.load_path.is_settled() && source.is_unchanged() {
+        if self.load_path.is_mirrored() && source.is_unchanged() {
             return Ok(());
         }
         self.poll(source, blocking)

@@ -37,7 +37,7 @@
 //! the boot path), which keeps the file — and the page faults of reading it — small. A feature record points
 //! at its stem in `strings` and holds two posting values (root ids with a `.rb`, with the
 //! native extension): one id inline, or an index into `ids` for several. `slots` is an
-//! open-addressing table over the feature records keyed by [`crate::hash::stable_hash`]. Each
+//! open-addressing table over the feature records keyed by [`crate::hash::unseeded_hash`]. Each
 //! record's fields are placed once, in `layout.rs`, for both the writer and the reader.
 
 mod buffer;

@@ -11,7 +11,7 @@ use super::buffer::Bytes;
 use super::error::LoadErrorKind;
 use super::format::{home_slot, MANY, MAX_EXPANDED, MAX_PROBE, NONE};
 use super::layout::{dir, gap, header, keyed, read_pair, read_u32, read_u64, root, Counts};
-use crate::hash::stable_hash;
+use crate::hash::unseeded_hash;
 use crate::scan::{DirRecord, DirStamp, RootState};
 
 mod check;
@@ -249,8 +249,8 @@ impl Snapshot {
     }
 
     /// The record of `key` in a hashed table: `(records, count)` and `(slots, count)`.
-    fn probe(&self, (recs, n_recs): (usize, usize), (slots, n_slots): (usize, usize), key: &[u8]) -> Option<usize> {
-        let mut slot = home_slot(stable_hash(key), n_slots);
+    fn record_of(&self, (recs, n_recs): (usize, usize), (slots, n_slots): (usize, usize), key: &[u8]) -> Option<usize> {
+        let mut slot = home_slot(unseeded_hash(key), n_slots);
         // `encode` places every key within MAX_PROBE slots of its home: a key farther away is
         // not in the table, whatever a crafted file's slots say.
         for _ in 0..n_slots.min(MAX_PROBE + 1) {
@@ -277,7 +277,7 @@ impl Snapshot {
 
     /// Posting values of a feature stem: (roots with `stem.rb`, roots with the extension).
     pub fn postings(&self, stem: &[u8]) -> Option<(u32, u32)> {
-        self.postings_at(self.probe((self.feats, self.n_feats), (self.slots, self.n_slots), stem)?)
+        self.postings_at(self.record_of((self.feats, self.n_feats), (self.slots, self.n_slots), stem)?)
     }
 
     /// Posting values of a directory prefix: (roots with a blind spot there, roots where it is
@@ -286,7 +286,7 @@ impl Snapshot {
         if self.n_prefixes == 0 {
             return None;
         }
-        self.postings_at(self.probe(
+        self.postings_at(self.record_of(
             (self.prefixes, self.n_prefixes),
             (self.prefix_slots, self.n_prefix_slots),
             prefix,
