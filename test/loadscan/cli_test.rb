@@ -117,6 +117,22 @@ class CLITest < Minitest::Test
     end
   end
 
+  # A boot that raises is reported as failed; one that ends its process (exit!) as one that
+  # could not run (`trial_error` in --json), both with exit 1.
+  def test_doctor_on_a_boot_that_fails_or_cannot_run
+    with_files([["raises/config/boot.rb", "raise ArgumentError, 'broken boot'\n"],
+                ["exits/config/boot.rb", "$stderr.puts 'gone'; exit!(3)\n"]]) do |dir|
+      out, err, status = loadscan("doctor", cache: "#{dir}/cache", chdir: "#{dir}/raises")
+      assert_equal 1, status.exitstatus, out + err
+      assert_match(/the boot failed: ArgumentError: broken boot/, out)
+      out, err, status = loadscan("--json", "doctor", cache: "#{dir}/cache", chdir: "#{dir}/exits")
+      assert_equal 1, status.exitstatus, out + err
+      report = JSON.parse(out)
+      assert_equal "exit 3: gone", report["trial_error"]
+      assert_equal ["the boot could not run: exit 3: gone"], report["problems"]
+    end
+  end
+
   # exe/loadscan with at most 2 GiB of address space (reading /dev/zero must not take the
   # machine down when it fails) and `timeout` seconds: [stdout, stderr, status, seconds].
   def loadscan_bounded(*args, cache:, env: {}, chdir: Dir.pwd, timeout: 20)
