@@ -14,7 +14,7 @@ require "optparse"
 require_relative "support/runner"
 require_relative "support/fixtures"
 require_relative "support/check"
-require_relative "boot"
+require_relative "support/boot"
 
 opts = { fixture: "gems-200", only: nil }
 OptionParser.new do |o|

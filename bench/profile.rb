@@ -13,7 +13,7 @@ require "tmpdir"
 require "open3"
 require_relative "support/runner"
 require_relative "support/fixtures"
-require_relative "boot"
+require_relative "support/boot"
 require_relative "../fixtures/rails_app"
 
 module Bench

@@ -51,7 +51,7 @@ require_relative "support/runner"
 require_relative "support/fixtures"
 require_relative "support/syscalls"
 require_relative "support/rails_app"
-require_relative "boot"
+require_relative "support/boot"
 
 banner = "usage: ruby bench/syscalls.rb [--fixtures debian,gems-200] [--gems N] [--debian] [--rails] [--runs 2] [--no-cold]"
 opts = Bench::Runner.parse(banner, { fixtures: nil, runs: 2, cold: true, rails: false }) do |o, op|

@@ -3,6 +3,7 @@
 require "fileutils"
 require_relative "runner"
 require_relative "fixtures"
+require_relative "boot"
 
 module Bench
   # What a variant's boot did, not how long it took: that it loads the same files as stock Ruby,

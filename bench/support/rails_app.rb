@@ -4,7 +4,7 @@ require "fileutils"
 require_relative "runner"
 require_relative "fixtures"
 require_relative "../../fixtures/rails_app"
-require_relative "../instructions"
+require_relative "instructions"
 
 module Bench
   # The Rails 7.2 app of bench/rails.rb and the gate: `rails new` with the stack bin/setup-rails-gems
