@@ -120,13 +120,7 @@ module Loadscan
           a = allocated[id]
           e = list[id] = Tree::Entry.new(id, parents[id], kind, label, frame["file"], gem, starts[id] / 1000.0, wall, c, a, g,
                                          wall, c, a, g, [])
-          next unless (parent = e.parent && list[e.parent])
-
-          parent.children << id
-          parent.self_wall -= wall
-          parent.self_cpu -= c
-          parent.self_allocated -= a
-          parent.self_gc -= g
+          list[e.parent].adopt(e) if e.parent
         end
         list
       end

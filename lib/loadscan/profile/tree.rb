@@ -12,7 +12,16 @@ module Loadscan
       # Times in milliseconds from the boot's start; `self_*` what the entry did itself, the
       # others include its entries'.
       Entry = Struct.new(:id, :parent, :kind, :label, :file, :gem, :start, :wall, :cpu, :allocated, :gc,
-                         :self_wall, :self_cpu, :self_allocated, :self_gc, :children)
+                         :self_wall, :self_cpu, :self_allocated, :self_gc, :children) do
+        # `entry` is one of this entry's: its figures are not this one's own.
+        def adopt(entry)
+          children << entry.id
+          self.self_wall -= entry.wall
+          self.self_cpu -= entry.cpu
+          self.self_allocated -= entry.allocated
+          self.self_gc -= entry.gc
+        end
+      end
       # Kinds of entry that load a file.
       LOADS = %i[require require_relative load].freeze
       # Kinds of entry that are a part of the boot: Bundler's (:phase) and Rails' initializers.
@@ -110,15 +119,9 @@ module Loadscan
                 when :phase then bundler ||= gems.of($LOADED_FEATURES.find { |f| f.end_with?("/bundler.rb") }) || "bundler"
                 else gems.of(file) || parent.gem
                 end
-          list[id] = Entry.new(id, parent_id, kind, label, file, gem, wall0 - start, wall, cpu, allocated, gc,
-                               wall, cpu, allocated, gc, [])
-          next unless parent
-
-          parent.children << id
-          parent.self_wall -= wall
-          parent.self_cpu -= cpu
-          parent.self_allocated -= allocated
-          parent.self_gc -= gc
+          entry = list[id] = Entry.new(id, parent_id, kind, label, file, gem, wall0 - start, wall, cpu, allocated, gc,
+                                       wall, cpu, allocated, gc, [])
+          parent&.adopt(entry)
         end
         list
       end
