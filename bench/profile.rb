@@ -7,11 +7,13 @@
 #   ruby bench/profile.rb [--gems 500] [--runs 10] [--no-rails]
 #
 # Alternating rounds (bench/support/runner.rb), wall and CPU time of each process, medians, and
-# the profiled boot's median against the unprofiled one's (the target: at most 1.15).
+# the profiled boot's median against the unprofiled one's (the target: at most 1.15), and the
+# geometric mean of the rounds' ratios (each round runs both back to back) with its 99% interval.
 require "optparse"
 require "tmpdir"
 require "open3"
 require_relative "support/runner"
+require_relative "support/stats"
 require_relative "support/fixtures"
 require_relative "support/boot"
 require_relative "../fixtures/rails_app"
@@ -53,9 +55,13 @@ module Bench
       wall = Runner.alternate(variants, runs: runs, clock: :wall)
       cpu = Runner.alternate(variants, runs: runs, warmup: 0, clock: :cpu)
       base, prof = variants.map(&:name)
-      puts format("%-10s wall %s ms → %s ms profiled: %.3f×; CPU %s ms → %s ms: %.3f× (%d runs each)", name,
+      w = Stats.paired_ratio(wall[prof], wall[base])
+      c = Stats.paired_ratio(cpu[prof], cpu[base])
+      puts format("%-10s wall %s ms → %s ms profiled: %.3f× (paired %.3f×, 99%% CI %.3f–%.3f); " \
+                  "CPU %s ms → %s ms: %.3f× (paired %.3f–%.3f) (%d runs each)", name,
                   Runner.ms(median(wall[base])), Runner.ms(median(wall[prof])), median(wall[prof]) / median(wall[base]),
-                  Runner.ms(median(cpu[base])), Runner.ms(median(cpu[prof])), median(cpu[prof]) / median(cpu[base]), runs)
+                  w[:ratio], w[:lo], w[:hi], Runner.ms(median(cpu[base])), Runner.ms(median(cpu[prof])),
+                  median(cpu[prof]) / median(cpu[base]), c[:lo], c[:hi], runs)
     end
   end
 end

@@ -21,14 +21,16 @@ class ProfileTest < Minitest::Test
       assert_slowgem_first(summary["features"], app)
 
       data = JSON.parse(File.read(summary["json"]))
-      entries = data.fetch("loadscan").fetch("entries")
+      entries = profile_entries(data)
       slow = entries.find { |e| e["label"] == "slowgem" }
       assert_slowgem(slow, app)
       fast = entries.find { |e| e["label"] == "fastgem" }
       assert_equal slow["id"], fast["parent"], "fastgem, required by slowgem, is under it"
       assert_equal "fastgem", fast["gem"]
       assert_equal File.join(app, "gems/fastgem/lib/fastgem.rb"), fast["file"]
-      assert_in_delta data["loadscan"]["total_ms"], entries.sum { |e| e["self_wall"] }, 0.001 * entries.size # (each to the µs)
+      assert_in_delta data["profiles"][0]["endValue"] / 1000.0, entries.sum { |e| e["self_wall"] }, 0.001 # (each to the µs)
+      assert_equal %w[$schema activeProfileIndex exporter loadscan name profiles shared], data.keys.sort
+      assert_equal %w[allocated cpu gc gem kind name version], data["loadscan"].keys.sort, "loadscan's figures, not its entries again"
       assert entries.any? { |e| e["label"] == "loadscan/setup" && e["gem"] == "loadscan" }, "loadscan's own setup is an entry"
 
       problems = speedscope_problems(summary["json"])
@@ -61,15 +63,15 @@ class ProfileTest < Minitest::Test
       assert status.success?, err
       assert_match(/^boot: .* ms \(-e\)/, err, "the summary on stderr")
       assert_match(/^loadscan: profile written to #{Regexp.escape(out)} in [\d.]+ ms$/, err)
-      data = JSON.parse(File.read(out)[%r{<script type="application/json" id="profile-data">(.*?)</script>}m, 1])
+      entries = profile_entries(JSON.parse(File.read(out)[%r{<script type="application/json" id="profile-data">(.*?)</script>}m, 1]))
       written = Float(err[/profile written to .* in ([\d.]+) ms/, 1])
       wall = Float(File.read(mark)) - spawned - written
-      self_sum = data["entries"].sum { |e| e["self_wall"] }
+      self_sum = entries.sum { |e| e["self_wall"] }
       # 3%, and the 10 ms tick Linux gives the process's start time in (/proc/self/stat)
       assert_in_delta wall, self_sum, wall * 0.03 + 10, "self times #{self_sum} ms, the boot #{wall} ms"
-      startup = data["entries"][1]
+      startup = entries[1]
       assert_equal "startup", startup["kind"], "Ruby's start before the profile is an entry"
-      assert_slowgem(data["entries"].find { |e| e["label"] == "slowgem" }, app)
+      assert_slowgem(entries.find { |e| e["label"] == "slowgem" }, app)
     end
   end
 
@@ -100,7 +102,12 @@ class ProfileTest < Minitest::Test
         end
         wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond) - t
         require_relative #{File.join(dir, "sub/after").inspect}
-        report("wall" => wall, "raised" => raised, "entries" => tree.to_h["entries"], "features" => $LOADED_FEATURES.select { |f| f.start_with?(#{dir.inspect}) })
+        back = unless tree.to_h.empty? # (none without loadscan)
+          require #{File.join(Loadscan::TestSupport::LIB, "loadscan", "profile", "speedscope").inspect}
+          Loadscan::Profile::Tree.from_speedscope(JSON.parse(Loadscan::Profile::Speedscope.render(tree))).to_h["entries"]
+        end
+        report("wall" => wall, "raised" => raised, "entries" => tree.to_h["entries"], "back" => back,
+               "features" => $LOADED_FEATURES.select { |f| f.start_with?(#{dir.inspect}) })
       RUBY
       stock = run_ruby(code.sub(/tree = Loadscan.profile do(.*?)\n        end/m) { "tree = Struct.new(:to_h).new({});#{$1}" }, loadscan: false)
       run = run_ruby(code, loadscan: true)
@@ -116,6 +123,13 @@ class ProfileTest < Minitest::Test
       assert_equal "cannot load such file -- nope", r["raised"]
       assert_in_delta r["wall"], r["entries"].sum { |e| e["self_wall"] }, r["wall"] * 0.03
       assert_equal stock.report["features"], r["features"]
+      # Written as speedscope's JSON and read back: the same entries, each figure to the µs (a
+      # self figure: its own and its entries' roundings).
+      r["entries"].zip(r["back"]).each do |e, b|
+        assert_equal e.values_at("id", "parent", "kind", "label", "file", "gem", "allocated", "self_allocated"),
+                     b.values_at("id", "parent", "kind", "label", "file", "gem", "allocated", "self_allocated")
+        %w[start wall cpu gc self_wall self_cpu self_gc].each { |k| assert_in_delta e[k], b[k], 0.001 * (2 + r["entries"].size), "#{e["label"]}: #{k}" }
+      end
     end
   end
 end

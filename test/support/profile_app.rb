@@ -7,6 +7,9 @@ require "fileutils"
 require "tmpdir"
 require_relative "paths"
 require_relative "../../fixtures/bounded"
+require_relative "../../lib/loadscan/version"
+require_relative "../../lib/loadscan/profile"
+require_relative "../../lib/loadscan/profile/tree"
 
 module Loadscan
   module TestSupport
@@ -17,6 +20,7 @@ module Loadscan
     #   make_profile_gems(dir)          # => dir/gems/slowgem, dir/gems/fastgem
     #   app = profile_app(dir)          # a Gemfile (loadscan, slowgem, fastgem), its lock, config/boot.rb
     #   speedscope_problems(json_path)  # => [] when the file passes speedscope's schema
+    #   profile_entries(doc)            # the entries of a written profile (parsed), as Tree#to_h's
     #   dom = chromium_dom(html_path)   # the page after its script ran
     module ProfileApp
       # It times itself too (the tests compare), and says so at exit when SLOWGEM_MS names a file.
@@ -122,6 +126,17 @@ module Loadscan
       # package; and what the schema cannot say: every event in time order, each frame closed in
       # the order opened); nil when it is one, :no_checker when this machine lacks the schema or
       # the checker (bin/setup installs both).
+      # The entries of a profile as written (speedscope's JSON, parsed), read back as
+      # `loadscan profile` reads them (Tree.from_speedscope): Hashes, as Tree#to_h's. The
+      # document holds each entry once: loadscan's arrays have an element per open event.
+      def profile_entries(doc)
+        opens = doc.fetch("profiles").first.fetch("events").count { |e| e["type"] == "O" }
+        sizes = doc.fetch("loadscan").values_at("kind", "gem", "cpu", "allocated", "gc").map(&:size)
+        raise "loadscan's arrays #{sizes.inspect}, #{opens} open events" unless sizes.uniq == [opens]
+
+        Loadscan::Profile::Tree.from_speedscope(doc).to_h["entries"]
+      end
+
       def speedscope_problems(path)
         return :no_checker unless File.file?(SCHEMA) && File.executable?(PYTHON)
 

@@ -50,8 +50,9 @@ module Loadscan
         @wall_ms = Profile.wall - started
         return false unless File.file?(@json_path)
 
-        @tree = Tree.from_h(JSON.parse(File.read(@json_path)).fetch("loadscan"))
-        File.write(@html_path, HTML.render(@tree))
+        json = File.read(@json_path)
+        @tree = Tree.from_speedscope(JSON.parse(json))
+        File.write(@html_path, HTML.page(json, @tree.name))
         @status.success?
       end
 

@@ -12,10 +12,16 @@ module Loadscan
       # Times in milliseconds from the boot's start; `self_*` what the entry did itself, the
       # others include its entries'.
       Entry = Struct.new(:id, :parent, :kind, :label, :file, :gem, :start, :wall, :cpu, :allocated, :gc,
-                         :self_wall, :self_cpu, :self_allocated, :self_gc, :children)
-      # The fields `from_h` reads of each entry, in this order.
-      FIELDS = %i[id parent kind label file gem start wall cpu allocated gc self_wall self_cpu self_allocated self_gc].freeze
-
+                         :self_wall, :self_cpu, :self_allocated, :self_gc, :children) do
+        # `entry` is one of this entry's: its figures are not this one's own.
+        def adopt(entry)
+          children << entry.id
+          self.self_wall -= entry.wall
+          self.self_cpu -= entry.cpu
+          self.self_allocated -= entry.allocated
+          self.self_gc -= entry.gc
+        end
+      end
       # Kinds of entry that load a file.
       LOADS = %i[require require_relative load].freeze
       # Kinds of entry that are a part of the boot: Bundler's (:phase) and Rails' initializers.
@@ -23,22 +29,19 @@ module Loadscan
 
       attr_reader :name, :entries
 
-      # From the recorder's nodes (Profile); or, with `entries:`, from `to_h`'s.
+      # From the recorder's nodes (Profile); or, with `entries:`, from a file's (from_speedscope).
       def initialize(name, nodes = nil, entries: nil)
         @name = name
         @entries = entries || build(nodes)
       end
 
-      def self.from_h(data)
-        entries = data.fetch("entries").map do |e|
-          Entry.new(*FIELDS.map { |f| e[f.to_s] }, []).tap { |entry| entry.kind = entry.kind.to_sym }
-        end
-        entries.each { |e| entries[e.parent].children << e.id if e.parent }
-        new(data.fetch("name"), entries: entries)
+      # The tree of a profile written as speedscope's JSON (Profile::Speedscope), parsed.
+      def self.from_speedscope(doc)
+        require_relative "speedscope"
+        new(doc.fetch("loadscan").fetch("name"), entries: Speedscope.entries(doc))
       end
 
-      # The figures as JSON would have them (times rounded to the microsecond; none, mostly GC's,
-      # as 0: JSON writes an Integer far faster than a Float).
+      # The entries as Hashes (times rounded to the microsecond; none, mostly GC's, as 0).
       def to_h
         entries = @entries.map do |e|
           { "id" => e.id, "parent" => e.parent, "kind" => e.kind.to_s, "label" => e.label, "file" => e.file, "gem" => e.gem,
@@ -61,16 +64,18 @@ module Loadscan
 
       # `[gem, figures]` by self time, most first: what the gem's own files and initializers did.
       def gems
-        sums = Hash.new { |h, k| h[k] = { "self_ms" => 0.0, "cpu_ms" => 0.0, "allocated" => 0, "gc_ms" => 0.0, "files" => 0 } }
+        sums = {}
         @entries.each do |e|
-          s = sums[e.gem]
-          s["self_ms"] += e.self_wall
-          s["cpu_ms"] += e.self_cpu
-          s["allocated"] += e.self_allocated
-          s["gc_ms"] += e.self_gc
-          s["files"] += 1 if LOADS.include?(e.kind)
+          s = sums[e.gem] ||= [0.0, 0.0, 0, 0.0, 0]
+          s[0] += e.self_wall
+          s[1] += e.self_cpu
+          s[2] += e.self_allocated
+          s[3] += e.self_gc
+          s[4] += 1 if LOADS.include?(e.kind)
         end
-        sums.sort_by { |_, s| -s["self_ms"] }
+        sums.sort_by { |_, s| -s[0] }.map do |gem, (wall, cpu, allocated, gc, files)|
+          [gem, { "self_ms" => wall, "cpu_ms" => cpu, "allocated" => allocated, "gc_ms" => gc, "files" => files }]
+        end
       end
 
       # Entries that loaded a file, by self time, most first (the first `top` only: no sort of them all).
@@ -91,34 +96,32 @@ module Loadscan
 
       private
 
+      # One pass: a node's parent is an earlier node.
       def build(nodes)
         gems = GemDirs.new
         bundler = nil
         start = nodes[0][WALL0]
-        list = nodes.each_with_index.map do |n, id|
+        list = Array.new(nodes.size)
+        nodes.each_with_index do |n, id|
           label = text(n[LABEL])
           label = gems.short(label) if label.start_with?("/")
-          wall = n[WALL1] - n[WALL0]
+          file = (f = n[FILE]) && text(f)
+          wall0 = n[WALL0]
+          wall = n[WALL1] - wall0
           cpu = n[CPU1] - n[CPU0]
           allocated = n[ALLOC1] - n[ALLOC0]
           gc = (n[GC1] - n[GC0]) / 1_000_000.0 # GC.total_time: nanoseconds
-          Entry.new(id, n[PARENT], n[KIND], label, n[FILE] && text(n[FILE]), nil, n[WALL0] - start, wall, cpu, allocated, gc,
-                    wall, cpu, allocated, gc, [])
-        end
-        list.each do |e|
-          if (parent = e.parent && list[e.parent])
-            parent.children << e.id
-            parent.self_wall -= e.wall
-            parent.self_cpu -= e.cpu
-            parent.self_allocated -= e.allocated
-            parent.self_gc -= e.gc
-          end
-          e.gem = case e.kind
-                  when :boot then "(outside any require)"
-                  when :startup then "(ruby start)"
-                  when :phase then bundler ||= gems.of($LOADED_FEATURES.find { |f| f.end_with?("/bundler.rb") }) || "bundler"
-                  else gems.of(e.file) || parent.gem
-                  end
+          kind = n[KIND]
+          parent = (parent_id = n[PARENT]) && list[parent_id]
+          gem = case kind
+                when :boot then "(outside any require)"
+                when :startup then "(ruby start)"
+                when :phase then bundler ||= gems.of($LOADED_FEATURES.find { |f| f.end_with?("/bundler.rb") }) || "bundler"
+                else gems.of(file) || parent.gem
+                end
+          entry = list[id] = Entry.new(id, parent_id, kind, label, file, gem, wall0 - start, wall, cpu, allocated, gc,
+                                       wall, cpu, allocated, gc, [])
+          parent&.adopt(entry)
         end
         list
       end
