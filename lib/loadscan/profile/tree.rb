@@ -153,8 +153,11 @@ module Loadscan
             end
           end
           @roots = @roots.sort_by { |root, _| -root.length }
+          # Without RubyGems (--disable-gems) RbConfig may not be loaded: no Ruby dirs to name then
+          # (requiring it here would add a feature to the program's boot).
+          config = defined?(RbConfig) ? RbConfig::CONFIG : {}
           @ruby = %w[rubylibdir archdir vendordir vendorarchdir sitedir sitearchdir].filter_map do |k|
-            RbConfig::CONFIG[k] if RbConfig::CONFIG[k].to_s.start_with?("/")
+            config[k] if config[k].to_s.start_with?("/")
           end.uniq.sort_by { |d| -d.length }
           @ruby_prefixes = @ruby.map { |d| "#{d}/" }
           @last = nil
