@@ -125,14 +125,9 @@ module Loadscan
 
     # Times the block as an entry of `kind` for `feature` (the feature as written, an
     # initializer's name); `file` is the file it loads when known before, else what `yield`
-    # returns decides (see `leave`). Raised or thrown: the entry stays, marked. The same call
-    # passing through a second hook (one aliased by what stands in front of the other: Ruby's
-    # bundled_gems) is the entry already open.
+    # returns decides (see `leave`). Raised or thrown: the entry stays, marked.
     def measure(kind, feature, file = nil)
-      top = @nodes[@stack.last]
-      return yield if top[KIND] == kind && top[FEATURE].equal?(feature)
-
-      index = enter(kind, feature, file)
+      index = open_entry(kind, feature, file) or return yield
       loaded_before = $LOADED_FEATURES.size
       finished = false
       result = yield
@@ -154,6 +149,16 @@ module Loadscan
 
     # The recorded tree (after finish).
     def tree = @tree || finish
+
+    # `measure` for a hook that times the call in its own frame (`leave` in its `ensure`), so
+    # that no frame of loadscan's stands between the caller and Ruby's require: Ruby's
+    # bundled_gems warnings name the first caller that is not a `require`. The entry's index, or
+    # nil for the same call passing through a second hook (one aliased by what stands in front
+    # of the other: Ruby's bundled_gems), the entry already open.
+    def open_entry(kind, feature, file = nil)
+      top = @nodes[@stack.last]
+      enter(kind, feature, file) unless top[KIND] == kind && top[FEATURE].equal?(feature)
+    end
 
     # Opens an entry under the one open now; returns its index for `leave`.
     def enter(kind, label, file)

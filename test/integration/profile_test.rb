@@ -47,6 +47,26 @@ class ProfileTest < Minitest::Test
     end
   end
 
+  # A profiled boot warns as stock does: Ruby's bundled_gems names the first caller that is not
+  # a `require`, so a hook of the profile between the app and Ruby's require moved that warning
+  # onto loadscan's own file.
+  BUNDLED_GEMS_WARNING = { "3.3" => "base64", "3.4" => "ostruct" }.freeze
+
+  def test_a_profiled_boot_warns_of_a_bundled_gem_where_stock_does
+    feature = BUNDLED_GEMS_WARNING[RUBY_VERSION[/\A\d+\.\d+/]] or
+      skip "no default gem that warns of its move to a bundled gem on Ruby #{RUBY_VERSION} (3.3, 3.4)"
+    with_files([["Gemfile", "source \"https://rubygems.org\"\n"], ["Gemfile.lock", "GEM\n  specs:\n\nPLATFORMS\n  ruby\n\nDEPENDENCIES\n"],
+                ["boot.rb", "require \"bundler/setup\"\nrequire #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}\nrequire #{feature.inspect}\n"]]) do |dir|
+      env = { "BUNDLE_GEMFILE" => File.join(dir, "Gemfile") }
+      stock = run_ruby(file: "boot.rb", chdir: dir, env: env)
+      profiled = run_ruby(file: "boot.rb", chdir: dir, env: env.merge("LOADSCAN_PROFILE" => File.join(dir, "boot.json")))
+      assert stock.success? && profiled.success?, stock.stderr + profiled.stderr
+      warning = stock.stderr.lines.first
+      assert_match(/\Aboot\.rb:3: warning: #{feature} was loaded from the standard library/, warning)
+      assert_equal warning, profiled.stderr.lines.first
+    end
+  end
+
   # LOADSCAN_PROFILE=path for a boot started by something else: the profile starts before the
   # app's boot (RUBYOPT, as `loadscan profile` does), covers Ruby's start before it, and its self
   # times add up to the boot's wall time as the parent measures it: from the spawn to the

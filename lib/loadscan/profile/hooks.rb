@@ -13,7 +13,7 @@ module Loadscan
     # RubyGems' originals, loadscan taking Ruby's C require, Ruby's bundled_gems aliasing
     # `require` and defining its own. Each copy calls the method it replaced by that method's own
     # name (one aliased elsewhere still does), where loadscan can take it when it is Ruby's C
-    # require; a call that passes through two copies is one entry (Profile#measure).
+    # require; a call that passes through two copies is one entry (Profile#open_entry).
     #
     # They see each feature as what stands in front passes it on, autoloads too (Ruby's
     # autoload calls `require` by name). While a profile records, they add a frame of their own
@@ -81,34 +81,42 @@ module Loadscan
         end
 
         # The hook for `name`, calling `kept`: a method's source (a method defined from a string
-        # is a call cheaper than one from a block, and calls `kept` directly).
+        # is a call cheaper than one from a block, and calls `kept` directly). It times the call
+        # in its own frame (Profile#open_entry, Profile#leave), as Profile#measure would with a
+        # block: the frame under `kept` is the hook's, named as the method it stands for.
         def hook(name, kept)
           case name
           when :require
-            <<~RUBY
-              def require(feature)
-                profile = ::Loadscan::Profile::Hooks.recording(feature) or return #{kept}(feature)
-                profile.measure(:require, feature) { #{kept}(feature) }
-              end
-            RUBY
+            timed("require(feature)", "::Loadscan::Profile::Hooks.recording(feature)", "#{kept}(feature)", ":require, feature")
           when :require_relative
-            <<~RUBY
-              def require_relative(feature)
-                base = ::Loadscan::Profile::Hooks.base(caller_locations(1, 1).first) or raise ::LoadError, "cannot infer basepath"
-                path = ::File.expand_path(feature, ::File.dirname(base)) # to_path or to_str, as Ruby's
-                profile = ::Loadscan::Profile::Hooks.recording(feature) or return #{kept}(path)
-                profile.measure(:require_relative, feature) { #{kept}(path) }
-              end
+            timed("require_relative(feature)", "::Loadscan::Profile::Hooks.recording(feature)", "#{kept}(path)", ":require_relative, feature", <<~RUBY)
+              base = ::Loadscan::Profile::Hooks.base(caller_locations(1, 1).first) or raise ::LoadError, "cannot infer basepath"
+              path = ::File.expand_path(feature, ::File.dirname(base)) # to_path or to_str, as Ruby's
             RUBY
           else
-            <<~RUBY
-              def load(file, *wrap)
-                profile = ::Loadscan::Profile::Hooks.recording(file) or return #{kept}(file, *wrap)
-                path = ::File.expand_path(file) if file.respond_to?(:to_str) || file.respond_to?(:to_path) # as loaded from here
-                profile.measure(:load, file, path) { #{kept}(file, *wrap) }
-              end
-            RUBY
+            # The file as loaded from here, expanded only when timed.
+            timed("load(file, *wrap)", "::Loadscan::Profile::Hooks.recording(file)", "#{kept}(file, *wrap)",
+                  ":load, file, (::File.expand_path(file) if file.respond_to?(:to_str) || file.respond_to?(:to_path))")
           end
+        end
+
+        # A hook's source: `before` (locals the call needs), then `call` untimed unless `recording`
+        # gives a profile, else timed as an entry of `entry` (Profile#open_entry's arguments).
+        def timed(signature, recording, call, entry, before = "")
+          <<~RUBY
+            def #{signature}
+              #{before}
+              profile = #{recording} or return #{call}
+              index = profile.open_entry(#{entry}) or return #{call}
+              loaded_before = $LOADED_FEATURES.size
+              finished = false
+              result = #{call}
+              finished = true
+              result
+            ensure
+              profile.leave(index, finished, result, loaded_before) if index
+            end
+          RUBY
         end
       end
 
