@@ -17,14 +17,15 @@ module Loadscan
   # A recording node, before Profile::Tree reads it:
   #
   #   [kind, label, file, parent, wall0, cpu0, alloc0, gc0, feature, wall1, cpu1, alloc1, gc1]
-  #   [:require, "json", "/…/json-2.7/lib/json.rb", 0, 12.5, 11.0, 40_210, 0, nil, 19.25, 17.5, 52_001, 400_000]
+  #   [:require, "json", "/…/json-2.7/lib/json.rb", 0, 12_500_000, 11_000_000, 40_210, 0, nil, 19_250_000, 17_500_000, 52_001, 400_000]
   #
   # (`feature`, the object the call was given, while the entry is open; the label is its `to_s`;
-  # times in milliseconds, GC's in nanoseconds as GC.total_time gives it.)
+  # times in nanoseconds, whole numbers: Integers are what the clocks and GC.total_time give
+  # cheapest, and what the JSON writes fastest.)
   class Profile
     KIND, LABEL, FILE, PARENT, WALL0, CPU0, ALLOC0, GC0, FEATURE, WALL1, CPU1, ALLOC1, GC1 = (0..12).to_a
-    # How old a CPU time reading may be, in wall milliseconds, to stand for now (cpu_at).
-    CPU_FRESH_MS = 0.02
+    # How old a CPU time reading may be, in wall nanoseconds, to stand for now (cpu_at).
+    CPU_FRESH_NS = 20_000
 
     class << self
       # The profile recording now (nil when none).
@@ -105,17 +106,18 @@ module Loadscan
         (@warned ||= {})[kind] ||= Kernel.warn("loadscan: #{message}", uplevel: nil) || true
       end
 
-      # Now, in milliseconds: the wall clock, the process's CPU time.
+      # Now, in milliseconds: the wall clock.
       def wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond)
-      def cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID, :float_millisecond)
     end
 
     attr_reader :name, :thread
 
     def initialize(name:, startup: false)
       @name = name
-      @cpu_wall = -Float::INFINITY
+      @cpu_wall = -CPU_FRESH_NS
+      @cpu = 0
       @thread = Thread.current
+      @probe = nil
       @nodes = []
       @stack = []
       @tree = nil
@@ -153,18 +155,27 @@ module Loadscan
     # `measure` for a hook that times the call in its own frame (`leave` in its `ensure`), so
     # that no frame of loadscan's stands between the caller and Ruby's require: Ruby's
     # bundled_gems warnings name the first caller that is not a `require`. The entry's index, or
-    # nil for the same call passing through a second hook (one aliased by what stands in front
-    # of the other: Ruby's bundled_gems), the entry already open.
+    # nil for a call not to time: one from another thread, loadscan's probe (CoreExt's check that
+    # `require` reaches it), or the same call passing through a second hook (one aliased by what
+    # stands in front of the other: Ruby's bundled_gems), the entry already open. Called for
+    # every `require` of the boot: each test is as cheap as it can be, the dearest last.
     def open_entry(kind, feature, file = nil)
+      return unless Thread.current.equal?(@thread)
+
       top = @nodes[@stack.last]
-      enter(kind, feature, file) unless top[KIND] == kind && top[FEATURE].equal?(feature)
+      return if top[FEATURE].equal?(feature) && top[KIND] == kind
+      return if feature.equal?(@probe ||= (::Loadscan::Native::PROBE if defined?(::Loadscan::Native::PROBE)))
+
+      enter(kind, feature, file)
     end
 
-    # Opens an entry under the one open now; returns its index for `leave`.
+    # Opens an entry under the one open now; returns its index for `leave`. The node has its
+    # closing slots already (nil): a node never grows.
     def enter(kind, label, file)
       index = @nodes.size
-      wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond)
-      @nodes << [kind, label, file, @stack.last, wall, cpu_at(wall), GC.stat(:total_allocated_objects), GC.total_time, label]
+      wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+      @nodes << [kind, label, file, @stack.last, wall, cpu_at(wall), GC.stat(:total_allocated_objects), GC.total_time, label,
+                 nil, nil, nil, nil]
       @stack << index
       index
     end
@@ -174,19 +185,22 @@ module Loadscan
     # has entries under it.
     def leave(index, finished = true, result = true, loaded_before = nil)
       node = @nodes[index]
-      if finished && result == false && @nodes.size == index + 1 && node[KIND] != :load && @stack.last == index
+      if finished && result == false && @nodes.size == index + 1 && @stack.last == index && node[KIND] != :load
         @stack.pop
         return @nodes.pop
       end
 
-      wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond)
+      wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
       cpu = cpu_at(wall)
       alloc = GC.stat(:total_allocated_objects)
       gc = GC.total_time
       while (top = @stack.pop)
         node = @nodes[top]
         node[FEATURE] = nil # the object itself is kept only while open
-        node.push(wall, cpu, alloc, gc)
+        node[WALL1] = wall
+        node[CPU1] = cpu
+        node[ALLOC1] = alloc
+        node[GC1] = gc
         break if top == index
       end
       if !finished
@@ -199,15 +213,15 @@ module Loadscan
 
     private
 
-    # The process's CPU time at `wall`: read (a system call, the profile's dearest figure) unless
-    # the last reading is younger than CPU_FRESH_MS of wall time, then that reading plus the
-    # wall time since (the error is below that bound per entry: a run of requires that load
-    # nothing reads it once).
+    # The process's CPU time at `wall` (nanoseconds): read (a system call, the profile's dearest
+    # figure) unless the last reading is younger than CPU_FRESH_NS of wall time, then that
+    # reading plus the wall time since (the error is below that bound per entry: a run of
+    # requires that load nothing reads it once).
     def cpu_at(wall)
-      return @cpu + (wall - @cpu_wall) if wall - @cpu_wall < CPU_FRESH_MS
+      return @cpu + (wall - @cpu_wall) if wall - @cpu_wall < CPU_FRESH_NS
 
       @cpu_wall = wall
-      @cpu = Profile.cpu
+      @cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID, :nanosecond)
     end
 
     # The process's life before the profile started (Ruby's own start, RubyGems, what ran before
@@ -216,11 +230,11 @@ module Loadscan
     def startup_node
       boot = @nodes.first
       ticks = File.read("/proc/self/stat").split(") ", 2).last.split[19].to_i
-      since_start = Process.clock_gettime(Process::CLOCK_BOOTTIME, :float_millisecond) - ticks * 10.0
-      return unless since_start.positive? && since_start < 600_000
+      since_start = Process.clock_gettime(Process::CLOCK_BOOTTIME, :nanosecond) - ticks * 10_000_000
+      return unless since_start.positive? && since_start < 600_000_000_000
 
       started = boot[WALL0] - since_start
-      @nodes << [:startup, "ruby's start (before the profile)", nil, 0, started, 0.0, 0, 0.0, nil,
+      @nodes << [:startup, "ruby's start (before the profile)", nil, 0, started, 0, 0, 0, nil,
                  boot[WALL0], boot[CPU0], boot[ALLOC0], boot[GC0]]
       boot[WALL0] = started
       boot[CPU0] = boot[ALLOC0] = boot[GC0] = 0

@@ -52,16 +52,6 @@ module Loadscan
           location.absolute_path || (location.path unless location.path.start_with?("(eval)", "(eval at "))
         end
 
-        # Whether this call is one to time: a profile records in this thread, and it is not
-        # loadscan's probe (CoreExt's check that `require` reaches it).
-        def recording(feature)
-          profile = Profile.current
-          return unless profile && Thread.current.equal?(profile.thread)
-          return if defined?(Loadscan::Native::PROBE) && Loadscan::Native::PROBE == feature
-
-          profile
-        end
-
         private
 
         # `owner`'s `name` becomes a hook, the method there kept under a new name, visibility
@@ -87,26 +77,26 @@ module Loadscan
         def hook(name, kept)
           case name
           when :require
-            timed("require(feature)", "::Loadscan::Profile::Hooks.recording(feature)", "#{kept}(feature)", ":require, feature")
+            timed("require(feature)", "#{kept}(feature)", ":require, feature")
           when :require_relative
-            timed("require_relative(feature)", "::Loadscan::Profile::Hooks.recording(feature)", "#{kept}(path)", ":require_relative, feature", <<~RUBY)
+            timed("require_relative(feature)", "#{kept}(path)", ":require_relative, feature", <<~RUBY)
               base = ::Loadscan::Profile::Hooks.base(caller_locations(1, 1).first) or raise ::LoadError, "cannot infer basepath"
               path = ::File.expand_path(feature, ::File.dirname(base)) # to_path or to_str, as Ruby's
             RUBY
           else
             # The file as loaded from here, expanded only when timed.
-            timed("load(file, *wrap)", "::Loadscan::Profile::Hooks.recording(file)", "#{kept}(file, *wrap)",
+            timed("load(file, *wrap)", "#{kept}(file, *wrap)",
                   ":load, file, (::File.expand_path(file) if file.respond_to?(:to_str) || file.respond_to?(:to_path))")
           end
         end
 
-        # A hook's source: `before` (locals the call needs), then `call` untimed unless `recording`
-        # gives a profile, else timed as an entry of `entry` (Profile#open_entry's arguments).
-        def timed(signature, recording, call, entry, before = "")
+        # A hook's source: `before` (locals the call needs), then `call`, timed as an entry when a
+        # profile records and Profile#open_entry (given `entry`) opens one: else one branch more.
+        def timed(signature, call, entry, before = "")
           <<~RUBY
             def #{signature}
               #{before}
-              profile = #{recording} or return #{call}
+              profile = ::Loadscan::Profile.current or return #{call}
               index = profile.open_entry(#{entry}) or return #{call}
               loaded_before = $LOADED_FEATURES.size
               finished = false

@@ -62,8 +62,9 @@ module Loadscan
       # Self time outside any require (the boot's own entry).
       def outside_ms = root.self_wall
 
-      # `[gem, figures]` by self time, most first: what the gem's own files and initializers did.
-      def gems
+      # `[gem, figures]` by self time, most first (the first `top` only, when given): what the
+      # gem's own files and initializers did.
+      def gems(top = nil)
         sums = {}
         @entries.each do |e|
           s = sums[e.gem] ||= [0.0, 0.0, 0, 0.0, 0]
@@ -73,15 +74,17 @@ module Loadscan
           s[3] += e.self_gc
           s[4] += 1 if LOADS.include?(e.kind)
         end
-        sums.sort_by { |_, s| -s[0] }.map do |gem, (wall, cpu, allocated, gc, files)|
+        sums = top ? sums.max_by(top) { |_, s| s[0] } : sums.sort_by { |_, s| -s[0] }
+        sums.map do |gem, (wall, cpu, allocated, gc, files)|
           [gem, { "self_ms" => wall, "cpu_ms" => cpu, "allocated" => allocated, "gc_ms" => gc, "files" => files }]
         end
       end
 
       # Entries that loaded a file, by self time, most first (the first `top` only: no sort of them all).
       def features(top = nil)
-        loads = @entries.select { |e| LOADS.include?(e.kind) }
-        top ? loads.max_by(top, &:self_wall) : loads.sort_by { |e| -e.self_wall }
+        return @entries.select { |e| LOADS.include?(e.kind) }.sort_by { |e| -e.self_wall } unless top
+
+        @entries.max_by(top) { |e| LOADS.include?(e.kind) ? e.self_wall : -Float::INFINITY }.select { |e| LOADS.include?(e.kind) }
       end
 
       # How many entries loaded a file.
@@ -107,10 +110,10 @@ module Loadscan
           label = gems.short(label) if label.start_with?("/")
           file = (f = n[FILE]) && text(f)
           wall0 = n[WALL0]
-          wall = n[WALL1] - wall0
-          cpu = n[CPU1] - n[CPU0]
+          wall = (n[WALL1] - wall0) / 1_000_000.0 # the recorder's nanoseconds, as milliseconds
+          cpu = (n[CPU1] - n[CPU0]) / 1_000_000.0
           allocated = n[ALLOC1] - n[ALLOC0]
-          gc = (n[GC1] - n[GC0]) / 1_000_000.0 # GC.total_time: nanoseconds
+          gc = (n[GC1] - n[GC0]) / 1_000_000.0
           kind = n[KIND]
           parent = (parent_id = n[PARENT]) && list[parent_id]
           gem = case kind
@@ -119,7 +122,7 @@ module Loadscan
                 when :phase then bundler ||= gems.of($LOADED_FEATURES.find { |f| f.end_with?("/bundler.rb") }) || "bundler"
                 else gems.of(file) || parent.gem
                 end
-          entry = list[id] = Entry.new(id, parent_id, kind, label, file, gem, wall0 - start, wall, cpu, allocated, gc,
+          entry = list[id] = Entry.new(id, parent_id, kind, label, file, gem, (wall0 - start) / 1_000_000.0, wall, cpu, allocated, gc,
                                        wall, cpu, allocated, gc, [])
           parent&.adopt(entry)
         end
@@ -166,6 +169,8 @@ module Loadscan
 
         def of(file)
           return nil unless file&.start_with?("/")
+          # (most often a file of the gem the last one was: a gem's files require its own)
+          return @last[1] if @last && @last[1] && file.start_with?(@last[2])
 
           find(file)
         end
