@@ -70,7 +70,7 @@ module Loadscan
 
         { "command" => command_line, "exit" => @status.exitstatus, "process_ms" => @wall_ms.round(1), "total_ms" => @tree.total_ms.round(1),
           "gc_ms" => @tree.gc_ms.round(1), "outside_ms" => @tree.outside_ms.round(1),
-          "gems" => @tree.gems.first(20).map { |g, s| { "gem" => g }.merge(s.transform_values { |v| v.is_a?(Float) ? v.round(2) : v }) },
+          "gems" => @tree.gems(20).map { |g, s| { "gem" => g }.merge(s.transform_values { |v| v.is_a?(Float) ? v.round(2) : v }) },
           "features" => @tree.features(20).map { |e| entry(e) }, "initializers" => @tree.initializers.first(20).map { |e| entry(e) },
           "json" => @json_path, "html" => @html_path }
       end

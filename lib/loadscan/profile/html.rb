@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "json"
-
 module Loadscan
   class Profile
     # The profile as one self-contained page (page.html beside this file: its style and script

@@ -16,7 +16,7 @@ module Loadscan
         lines = ["boot: #{ms(total)} (#{tree.name}), #{tree.files} files, #{count(tree.allocated)} objects, " \
                  "GC #{ms(tree.gc_ms)} (#{pct(tree.gc_ms, total)}), outside any require #{ms(tree.outside_ms)}"]
         lines << "gems by self time:"
-        tree.gems.first(top).each do |gem, s|
+        tree.gems(top).each do |gem, s|
           lines << "  #{ms(s["self_ms"]).rjust(10)} #{pct(s["self_ms"], total).rjust(6)}  #{gem} " \
                    "(#{s["files"]} files, #{count(s["allocated"])} objects, GC #{ms(s["gc_ms"])})"
         end
