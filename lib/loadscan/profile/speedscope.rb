@@ -39,15 +39,14 @@ module Loadscan
         cpu = Array.new(n)
         allocated = Array.new(n)
         gc = Array.new(n)
-        open_ids = [] # the entries open now, innermost last; their frames, their ends
-        open_frames = []
-        open_ends = []
+        open_ids = [] # the entries open now, innermost last; their close events
+        open_closes = []
         entries.each do |e|
           id = e.id
           parent = e.parent
           while (top = open_ids.last) && top != parent
             open_ids.pop
-            events << { "type" => "C", "frame" => open_frames.pop, "at" => open_ends.pop }
+            events << open_closes.pop
           end
           kind = e.kind
           gem = e.gem
@@ -61,15 +60,15 @@ module Loadscan
           start = e.start * 1000
           events << { "type" => "O", "frame" => frame, "at" => start.round }
           open_ids << id
-          open_frames << frame
-          open_ends << (start + e.wall * 1000).round # never past its parent's: clocks read one after the other
+          # (its end never past its parent's: the clocks are read one after the other)
+          open_closes << { "type" => "C", "frame" => frame, "at" => (start + e.wall * 1000).round }
           kinds[id] = kind.name
           gems[id] = gem
           cpu[id] = (e.cpu * 1000).round
           allocated[id] = e.allocated
           gc[id] = (e.gc * 1000).round
         end
-        events << { "type" => "C", "frame" => open_frames.pop, "at" => open_ends.pop } while open_frames.any?
+        events << open_closes.pop until open_closes.empty?
         { "$schema" => SCHEMA, "shared" => { "frames" => frames },
           "profiles" => [{ "type" => "evented", "name" => tree.name, "unit" => "microseconds", "startValue" => 0,
                            "endValue" => (tree.total_ms * 1000).round, "events" => events }],
