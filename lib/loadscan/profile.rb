@@ -20,8 +20,7 @@ module Loadscan
   #   [:require, "json", "/…/json-2.7/lib/json.rb", 0, 12_500_000, 11_000_000, 40_210, 0, nil, 19_250_000, 17_500_000, 52_001, 400_000]
   #
   # (`feature`, the object the call was given, while the entry is open; the label is its `to_s`;
-  # times in nanoseconds, whole numbers: Integers are what the clocks and GC.total_time give
-  # cheapest, and what the JSON writes fastest.)
+  # times in nanoseconds, whole numbers: what the clocks give cheapest, as GC.total_time does.)
   class Profile
     KIND, LABEL, FILE, PARENT, WALL0, CPU0, ALLOC0, GC0, FEATURE, WALL1, CPU1, ALLOC1, GC1 = (0..12).to_a
     # How old a CPU time reading may be, in wall nanoseconds, to stand for now (cpu_at).
