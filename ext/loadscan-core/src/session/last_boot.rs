@@ -3,6 +3,7 @@
 //! [`crate::store::CacheFile::record_last_boot`] and read back by the command line.
 
 use super::{Figure, Stats};
+use crate::json::string;
 
 /// A value the caller adds to the record.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,21 +80,6 @@ impl Stats {
 }
 
 /// A JSON string: quotes, backslashes and control characters escaped, invalid UTF-8 replaced.
-fn string(out: &mut String, bytes: &[u8]) {
-    out.push('"');
-    for c in String::from_utf8_lossy(bytes).chars() {
-        match c {
-            '"' | '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,7 +114,7 @@ mod tests {
         let json = String::from_utf8(json).unwrap();
         assert!(
             json.starts_with(concat!(
-                "{\"program\":\"bin/\\\"x\\\"\\u000a\u{fffd}\",\"engaged\":true,",
+                "{\"program\":\"bin/\\\"x\\\"\\n\u{fffd}\",\"engaged\":true,",
                 "\"gc\":{\"runs\":9,\"ended_by\":null,\"heaps\":[{\"live\":3},[]],\"ratio\":0.5,\"nan\":null},",
                 "\"roots_scanned\":3,"
             )),
