@@ -123,6 +123,7 @@ class ProfileTest < Minitest::Test
         wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond) - t
         require_relative #{File.join(dir, "sub/after").inspect}
         back = unless tree.to_h.empty? # (none without loadscan)
+          require "json"
           require #{File.join(Loadscan::TestSupport::LIB, "loadscan", "profile", "speedscope").inspect}
           Loadscan::Profile::Tree.from_speedscope(JSON.parse(Loadscan::Profile::Speedscope.render(tree))).to_h["entries"]
         end

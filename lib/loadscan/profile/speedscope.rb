@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "json"
-
 module Loadscan
   class Profile
     # The profile in speedscope's file format (https://www.speedscope.app/file-format-schema.json),
@@ -20,13 +18,35 @@ module Loadscan
     # its frame's, its label its frame's name less ` [gem]`; its own (self) figures are its less
     # its entries'. Whole numbers throughout: JSON writes them far faster than fractions.
     # `Tree.from_speedscope` reads it back (`loadscan profile`); the HTML page holds the same.
+    #
+    # Written by the extension (ext/loadscan-core/src/profile.rs) where the process has loaded it
+    # (a boot loadscan set up): the same document in one pass, with no Hash per event and no
+    # `json` to load at exit. Else (a boot without loadscan, or with another version of it) by
+    # `document` and JSON.generate.
     module Speedscope
       SCHEMA = "https://www.speedscope.app/file-format-schema.json"
       VERSION = 1
 
       module_function
 
-      def render(tree) = JSON.generate(document(tree))
+      def render(tree)
+        native(tree) || begin
+          require "json"
+          JSON.generate(document(tree))
+        end
+      end
+
+      # The extension's document, or nil: no extension loaded, one of another format, or entries
+      # it cannot read (a Tree of another version of loadscan than the extension's).
+      def native(tree)
+        native = defined?(::Loadscan::Native) && ::Loadscan::Native
+        return unless native.respond_to?(:speedscope) && native.const_defined?(:SPEEDSCOPE_VERSION, false) &&
+                      native::SPEEDSCOPE_VERSION == VERSION
+
+        native.speedscope(tree.entries, tree.name.to_s, "loadscan #{Loadscan::VERSION}")
+      rescue ArgumentError, TypeError, RangeError
+        nil
+      end
 
       def document(tree)
         entries = tree.entries
