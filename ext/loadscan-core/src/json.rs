@@ -6,7 +6,11 @@
 /// (UTF-8).
 pub(crate) fn string(out: &mut String, bytes: &[u8]) {
     out.push('"');
-    let text = String::from_utf8_lossy(bytes);
+    // (valid, as most are, at the speed of a check; else each bad byte found)
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    };
     let mut rest: &str = &text;
     // Runs that need no escape are copied whole (paths and labels mostly are one run).
     while let Some(at) = rest.bytes().position(|b| b == b'"' || b == b'\\' || b < 0x20) {

@@ -49,50 +49,37 @@ pub struct ProfileEntry<'a> {
 /// and under `"loadscan"` one array per figure speedscope has no place for. `exporter` names the
 /// writer (`loadscan 0.1.0`).
 pub fn speedscope_json(name: &[u8], exporter: &[u8], entries: &[ProfileEntry]) -> String {
-    let mut out = String::with_capacity(256 * entries.len() + 1024);
     // The frames: one per name, and a name seen with another file gets a frame of its own.
     let mut frames: Vec<(Vec<u8>, Option<&[u8]>)> = Vec::new();
     let mut frame_of: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
-    let mut events = String::with_capacity(48 * 2 * entries.len());
-    // The entries open now (innermost last), with their close events' frame and time.
-    let mut open: Vec<(usize, usize, i64)> = Vec::new();
-    for (id, e) in entries.iter().enumerate() {
-        while let Some(&(top, frame, at)) = open.last() {
-            if Some(top) == e.parent {
-                break;
-            }
-            open.pop();
-            event(&mut events, "C", frame, at);
-        }
-        let mut frame_name = e.label.to_vec();
+    let mut frame_ids = Vec::with_capacity(entries.len());
+    let mut frame_name = Vec::new();
+    for e in entries {
+        frame_name.clear();
+        frame_name.extend_from_slice(e.label);
         if e.kind != "boot" {
             frame_name.extend_from_slice(b" [");
             frame_name.extend_from_slice(e.gem.unwrap_or_default());
             frame_name.push(b']');
         }
-        let file = e.file;
-        let frame = match frame_of.get_mut(&frame_name) {
-            Some(f) if frames[*f].1 == file => *f,
+        let frame = match frame_of.get_mut(frame_name.as_slice()) {
+            Some(f) if frames[*f].1 == e.file => *f,
             Some(f) => {
                 *f = frames.len();
-                frames.push((frame_name, file));
-                frames.len() - 1
+                frames.push((frame_name.clone(), e.file));
+                *f
             }
             None => {
                 frame_of.insert(frame_name.clone(), frames.len());
-                frames.push((frame_name, file));
+                frames.push((frame_name.clone(), e.file));
                 frames.len() - 1
             }
         };
-        let start = e.start * 1000.0;
-        event(&mut events, "O", frame, start.round() as i64);
-        // (its end never past its parent's: the clocks are read one after the other)
-        open.push((id, frame, (start + e.wall * 1000.0).round() as i64));
-    }
-    while let Some((_, frame, at)) = open.pop() {
-        event(&mut events, "C", frame, at);
+        frame_ids.push(frame);
     }
 
+    let text: usize = frames.iter().map(|(n, f)| n.len() + f.map_or(0, <[u8]>::len)).sum();
+    let mut out = String::with_capacity(text + 120 * entries.len() + 1024);
     out.push_str("{\"$schema\":");
     string(&mut out, SCHEMA.as_bytes());
     out.push_str(",\"shared\":{\"frames\":[");
@@ -109,7 +96,27 @@ pub fn speedscope_json(name: &[u8], exporter: &[u8], entries: &[ProfileEntry]) -
     string(&mut out, name);
     let end = entries.first().map_or(0, |root| (root.wall * 1000.0).round() as i64);
     let _ = write!(out, ",\"unit\":\"microseconds\",\"startValue\":0,\"endValue\":{end},\"events\":[");
-    out.push_str(events.strip_suffix(',').unwrap_or(&events));
+    // The entries open now (innermost last), with their close events' frame and time.
+    let mut open: Vec<(usize, usize, i64)> = Vec::new();
+    for (id, (e, &frame)) in entries.iter().zip(&frame_ids).enumerate() {
+        while let Some(&(top, closing, at)) = open.last() {
+            if Some(top) == e.parent {
+                break;
+            }
+            open.pop();
+            event(&mut out, "C", closing, at);
+        }
+        let start = e.start * 1000.0;
+        event(&mut out, "O", frame, start.round() as i64);
+        // (its end never past its parent's: the clocks are read one after the other)
+        open.push((id, frame, (start + e.wall * 1000.0).round() as i64));
+    }
+    while let Some((_, frame, at)) = open.pop() {
+        event(&mut out, "C", frame, at);
+    }
+    if out.ends_with(',') {
+        out.pop();
+    }
     out.push_str("]}],\"name\":");
     let mut title = b"boot profile: ".to_vec();
     title.extend_from_slice(name);

@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use magnus::rb_sys::{AsRawValue, FromRawValue};
 use magnus::{prelude::*, Error, Float, Integer, RArray, RString, RStruct, Ruby, Symbol, Value};
+use rb_sys::VALUE;
 
 use loadscan_core::{speedscope_json, ProfileEntry};
 
@@ -47,6 +48,8 @@ pub fn speedscope(ruby: &Ruby, entries: RArray, name: RString, exporter: RString
     // a string) from here until the core has read the strings' bytes. The entries hold them, and
     // `entries` is on this stack.
     let mut members = Vec::with_capacity(entries.len());
+    // The kinds' names by Symbol (a handful): looked up once each.
+    let mut kinds: Vec<(VALUE, Cow<'static, str>)> = Vec::new();
     for (index, value) in entries.into_iter().enumerate() {
         let entry = value.as_raw();
         // An index below the members' count is a plain read, which cannot raise.
@@ -56,7 +59,14 @@ pub fn speedscope(ruby: &Ruby, entries: RArray, name: RString, exporter: RString
         }
         members.push(Members {
             parent: if at(1).is_nil() { None } else { Some(integer(ruby, at(1), "parent")? as usize) },
-            kind: Symbol::from_value(at(2)).ok_or_else(|| type_error(ruby, "kind"))?.name()?,
+            kind: match kinds.iter().find(|(k, _)| *k == at(2).as_raw()) {
+                Some((_, name)) => name.clone(),
+                None => {
+                    let name = Symbol::from_value(at(2)).ok_or_else(|| type_error(ruby, "kind"))?.name()?;
+                    kinds.push((at(2).as_raw(), name.clone()));
+                    name
+                }
+            },
             label: string(ruby, at(3), "label")?,
             file: string(ruby, at(4), "file")?,
             gem: string(ruby, at(5), "gem")?,
