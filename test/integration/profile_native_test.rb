@@ -40,32 +40,35 @@ class ProfileNativeTest < Minitest::Test
   # `loadscan profile` of another version than the app's extension) ArgumentError; render then
   # writes with Ruby's writer, the same entries.
   def test_entries_the_extension_cannot_read_go_to_rubys_writer
-    run = run_ruby!(<<~RUBY, loadscan: true)
-      require "json"
-      require #{SPEEDSCOPE.inspect}
-      tree = Loadscan.profile { require "set" }
-      errors = {}
-      odd_label = tree.entries.map(&:dup).tap { |es| es[1].label = :set }
-      Other = Struct.new(:id, :parent, :kind, :name, :file, :gem, :start, :wall, :cpu, :allocated, :gc)
-      other = tree.entries.map { |e| Other.new(*e.to_a.first(11)) }
-      unordered = tree.entries.rotate
-      { "label" => odd_label, "layout" => other, "order" => unordered, "not a struct" => tree.entries.map(&:to_a) }.each do |what, entries|
-        Loadscan::Native.speedscope(entries, "x", "y")
-      rescue => e
-        errors[what] = [e.class.name, e.message]
-      end
-      odd_tree = Loadscan::Profile::Tree.new("odd", entries: odd_label)
-      report("errors" => errors, "render" => Loadscan::Profile::Speedscope.render(odd_tree),
-             "ruby" => JSON.generate(Loadscan::Profile::Speedscope.document(odd_tree)))
-    RUBY
-    r = run.report
-    assert_equal ["TypeError", "not Profile::Tree entries: a label of another type"], r["errors"]["label"]
-    assert_equal "ArgumentError", r["errors"]["layout"][0]
-    assert_match(/members .*"name"/, r["errors"]["layout"][1])
-    assert_equal ["ArgumentError", "not Profile::Tree entries: entries are not in the order of their ids"], r["errors"]["order"]
-    assert_equal ["ArgumentError", "not Profile::Tree entries: an entry is not a Struct"], r["errors"]["not a struct"]
-    assert_equal r["ruby"], r["render"]
-    assert_equal "set", JSON.parse(r["render"])["shared"]["frames"][1]["name"][/\A\w+/], "the Symbol label as Ruby writes it"
+    with_files([["lib/plain.rb", ""]]) do |dir|
+      run = run_ruby!(<<~RUBY, loadscan: true)
+        require "json"
+        require #{SPEEDSCOPE.inspect}
+        $LOAD_PATH.unshift(#{File.join(dir, "lib").inspect})
+        tree = Loadscan.profile { require "plain" }
+        errors = {}
+        odd_label = tree.entries.map(&:dup).tap { |es| es[1].label = :plain }
+        Other = Struct.new(:id, :parent, :kind, :name, :file, :gem, :start, :wall, :cpu, :allocated, :gc)
+        other = tree.entries.map { |e| Other.new(*e.to_a.first(11)) }
+        unordered = tree.entries.rotate
+        { "label" => odd_label, "layout" => other, "order" => unordered, "not a struct" => tree.entries.map(&:to_a) }.each do |what, entries|
+          Loadscan::Native.speedscope(entries, "x", "y")
+        rescue => e
+          errors[what] = [e.class.name, e.message]
+        end
+        odd_tree = Loadscan::Profile::Tree.new("odd", entries: odd_label)
+        report("errors" => errors, "render" => Loadscan::Profile::Speedscope.render(odd_tree),
+               "ruby" => JSON.generate(Loadscan::Profile::Speedscope.document(odd_tree)))
+      RUBY
+      r = run.report
+      assert_equal ["TypeError", "not Profile::Tree entries: a label of another type"], r["errors"]["label"]
+      assert_equal "ArgumentError", r["errors"]["layout"][0]
+      assert_match(/members .*"name"/, r["errors"]["layout"][1])
+      assert_equal ["ArgumentError", "not Profile::Tree entries: entries are not in the order of their ids"], r["errors"]["order"]
+      assert_equal ["ArgumentError", "not Profile::Tree entries: an entry is not a Struct"], r["errors"]["not a struct"]
+      assert_equal r["ruby"], r["render"]
+      assert_equal "plain", JSON.parse(r["render"])["shared"]["frames"][1]["name"][/\A\w+/], "the Symbol label as Ruby writes it"
+    end
   end
 
   # Without the extension (a process that loaded only the profile's Ruby), render writes with
