@@ -50,6 +50,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("start_ticker", function!(|m: Value, ms: u64| ticker::start(m.as_raw(), ms), 2))?;
     native.define_module_function("stop_ticker", function!(ticker::stop, 0))?;
     native.define_module_function("speedscope", function!(profile::speedscope, 3))?;
+    native.define_module_function("copy_xattrs", function!(native::copy_xattrs, 2))?;
     let decorator = native.define_module("Decorator")?;
     // Ractor-safe: called in any Ractor, it serves only the one that started loadscan and sends
     // the others to Ruby's own require (state.rs).
