@@ -45,7 +45,7 @@ module Loadscan
     # (REQUIRE_NATIVE is read at install time only, by extconf.rb: known, so that a CI job that
     # sets it for the whole job is not warned about it at boot.)
     KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS
-               GC REQUIRE_NATIVE PROFILE PROFILE_PARENT].map { "LOADSCAN_#{_1}" }.freeze
+               GC REQUIRE_NATIVE PROFILE PROFILE_PARENT PROFILE_EXEC].map { "LOADSCAN_#{_1}" }.freeze
     # The test suite's own variables, passed down to the processes it boots.
     TEST_PREFIX = "LOADSCAN_TEST_"
     # The project's build and test scripts' variables (bin/, rakelib/, test/): not settings, and

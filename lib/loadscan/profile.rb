@@ -148,7 +148,7 @@ module Loadscan
           end
           written = format("loadscan: profile written to %s in %.1f ms", path, wall - started)
         rescue SystemCallError, IOError => e
-          failed = "could not write the profile to #{path.b}: #{e.message.b}"
+          failed = "could not write the profile to #{path.b}: #{e.message.b.sub(/ @ .*/m, "")}"
         end
         $stderr.puts(Report.text(tree), *written) if summary
         warn_once(:write, failed) if failed
