@@ -123,6 +123,7 @@ module Loadscan
       # Why `path` cannot be the profile's file, or nil.
       def unwritable(path)
         return "#{path.b} is a directory" if File.directory?(path)
+        return "#{path.b} is not a regular file (#{File.ftype(path)})" if File.exist?(path) && !File.file?(path)
         return "not a file to write the profile to (a path ending in .html for the page or .json for speedscope's JSON)" unless
           path.match?(/\.(?:html|json)\z/i)
 
@@ -141,10 +142,10 @@ module Loadscan
         begin
           if path.match?(/\.html\z/i)
             require_relative "profile/html"
-            File.binwrite(path, HTML.render(tree))
+            replace(path, HTML.render(tree))
           else
             require_relative "profile/speedscope"
-            File.binwrite(path, Speedscope.render(tree))
+            replace(path, Speedscope.render(tree))
           end
           written = format("loadscan: profile written to %s in %.1f ms", path, wall - started)
         rescue SystemCallError, IOError => e
@@ -152,6 +153,16 @@ module Loadscan
         end
         $stderr.puts(Report.text(tree), *written) if summary
         warn_once(:write, failed) if failed
+      end
+
+      # Writes `data` to a new file beside `path`, then renames it over `path`: a reader (or a
+      # process killed meanwhile) never sees half a profile.
+      def replace(path, data)
+        tmp = "#{path}.#{Process.pid}-#{rand(1 << 32).to_s(16)}.tmp"
+        File.open(tmp, File::WRONLY | File::CREAT | File::EXCL | File::BINARY, 0o666) { |f| f.write(data) }
+        File.rename(tmp, path)
+      ensure
+        File.unlink(tmp) if tmp && File.exist?(tmp)
       end
 
       # One warning of each kind per process (Loadscan::Warnings would load the extension: the

@@ -181,13 +181,15 @@ class ProfileSafetyTest < Minitest::Test
     with_files([["adir/.keep", ""]]) do |dir|
       { "1" => "not a file to write the profile to", "adir" => "#{dir}/adir is a directory",
         "adir.json/" => "#{dir}/adir.json is a directory",
-        "nodir/p.json" => "the directory #{dir}/nodir does not exist" }.each do |value, why|
+        "nodir/p.json" => "the directory #{dir}/nodir does not exist",
+        "fifo.json" => "#{dir}/fifo.json is not a regular file (fifo)" }.each do |value, why|
         FileUtils.mkdir_p(File.join(dir, "adir.json"))
+        File.mkfifo(File.join(dir, "fifo.json")) unless File.exist?(File.join(dir, "fifo.json"))
         run = ruby_with_loadscan(%(require "loadscan/setup"\nwarn "booting"\nexit 4\n), dir: dir, env: { "LOADSCAN_PROFILE" => value })
         assert_equal 4, run.status.exitstatus, run.stderr
         assert_equal 2, run.stderr.lines.size, run.stderr
         assert_match(/\Aloadscan: LOADSCAN_PROFILE=#{Regexp.escape(value)}: .*#{Regexp.escape(why)}.*; the boot goes on unprofiled\nbooting\n\z/, run.stderr)
-        assert_equal %w[adir adir.json main.rb], Dir.children(dir).sort - %w[cache], value
+        assert_equal %w[adir adir.json fifo.json main.rb], Dir.children(dir).sort - %w[cache], value
       end
     end
   end

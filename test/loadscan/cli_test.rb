@@ -409,6 +409,17 @@ class CLITest < Minitest::Test
     end
   end
 
+  # Ctrl-C in the middle of a command (sent from inside it: no race): no backtrace, and the
+  # command ends by SIGINT as a shell expects.
+  def test_an_interrupt_ends_a_command_without_a_backtrace
+    interrupt = %(Loadscan::CLI.prepend(Module.new { private def cmd_lookup(*) = Process.kill(:INT, Process.pid) && sleep(60) })\n)
+    with_files([["interrupt.rb", interrupt]]) do |dir|
+      run = run_ruby(file: EXE, args: %w[lookup json], ruby_opts: ["-r", File.join(Loadscan::TestSupport::LIB, "loadscan/cli"), "-r", File.join(dir, "interrupt.rb")],
+                     env: { "LOADSCAN_CACHE_DIR" => File.join(dir, "cache") }, chdir: dir)
+      assert_equal [Signal.list["INT"], "", ""], [run.status.termsig, run.stdout, run.stderr]
+    end
+  end
+
   def test_clear_with_cache_dir_and_json_in_process
     with_files([["c/loadscan.cache", "x"], ["c/index", "another tool's"], ["envdir/loadscan.cache", "y"]]) do |dir|
       env = { "LOADSCAN_CACHE_DIR" => "#{dir}/envdir" }

@@ -53,7 +53,7 @@ module Loadscan
 
         json = File.read(@json_path, mode: "rb", encoding: Encoding::UTF_8) # whatever the locale
         @tree = Tree.from_speedscope(JSON.parse(json))
-        File.binwrite(@html_path, HTML.page(json, @tree.name))
+        Profile.replace(@html_path, HTML.page(json, @tree.name))
         @status.success?
       rescue SystemCallError, IOError, JSON::ParserError, KeyError, ArgumentError, NoMethodError, TypeError => e
         raise Failed.new(e.is_a?(SystemCallError) ? e.message.b.sub(/ @ \w+/, "") : "#{@json_path.b}: #{e.message.b.lines.first&.chomp}")
