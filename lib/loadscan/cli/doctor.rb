@@ -62,19 +62,23 @@ module Loadscan
       report["gc"] = stats&.[]("gc") # the GC advice's figures (doctor's own setup's where the boot has none)
       report["stats"] = stats if ours
       if ours && Loadscan.active? && !ARGV[3].to_s.empty?
-        $LOAD_PATH.push(ARGV[3])
         before = Loadscan.stats
-        error = begin
-          require "loadscan_doctor_trial"
-          nil
+        # (A LoadError is an answer, a wrong one; anything else, as a frozen $LOAD_PATH, none: "answered" nil.)
+        tried, error = begin
+          $LOAD_PATH.push(ARGV[3])
+          require "loadscan_doctor_trial" # TRIAL_FEATURE
+          [true, nil]
         rescue LoadError => e
-          e.message
+          [true, e.message]
+        rescue StandardError => e
+          [false, "#{e.class}: #{e.message}"]
         end
         after = Loadscan.stats
         left = after[:left_to_ruby].filter_map { |reason, n| reason.to_s if n > before[:left_to_ruby][reason] }
         # And the whole trial boot's figures, from loadscan's setup on, this require included.
-        report["trial_require"] = { "answered" => after[:hits] > before[:hits], "left_to_ruby" => left.first, "error" => error,
-                                    "hits" => after[:hits], "requires" => after[:hits] + after[:misses] + after[:deferred] }
+        report["trial_require"] = { "answered" => tried ? after[:hits] > before[:hits] : nil, "left_to_ruby" => left.first,
+                                    "error" => error, "hits" => after[:hits],
+                                    "requires" => after[:hits] + after[:misses] + after[:deferred] }
       end
       if defined?(Bootsnap::LoadPathCache) && Bootsnap::LoadPathCache.respond_to?(:enabled?) # Bootsnap loaded by the boot
         on = Bootsnap::LoadPathCache.enabled?
@@ -142,7 +146,11 @@ module Loadscan
               end
       lines = ["loadscan set up by the boot: #{ours ? "yes" : "no"}", "require reaches loadscan: #{reach}"]
       if (t = report["trial_require"])
-        how = t["answered"] ? "answered from the index" : "left to Ruby (#{t["left_to_ruby"] || t["error"] || "not answered"})"
+        how = case t["answered"]
+              when true then "answered from the index"
+              when false then "left to Ruby (#{t["left_to_ruby"] || t["error"] || "not answered"})"
+              else "not tried (#{t["error"]})"
+              end
         lines << "requires answered by loadscan: #{t["hits"]} of the trial boot's #{t["requires"]} (from its setup on); " \
                  "a plain require of a file on the load path: #{how}"
       end
@@ -314,7 +322,7 @@ module Loadscan
         list << "require does not reach loadscan: Kernel#require is #{r["require"]}, which does not call the require " \
                 "it replaced; set loadscan up after it"
       end
-      list << not_answering(r) if r["engaged"] && r["trial_require"] && !r["trial_require"]["answered"]
+      list << not_answering(r) if r["engaged"] && r.dig("trial_require", "answered") == false
       (r["setting_problems"] || []).each { |p| list << "setting: #{p}" }
       if (last = r["last_boot"]) && !last["engaged"]
         list << "the last boot (#{last["program"]}, #{last["at"]}) did not reach loadscan: something set up after it " \
@@ -330,7 +338,8 @@ module Loadscan
 
     # The boot does not set loadscan up: what `loadscan install` does, or where the line goes by hand.
     def not_set_up(r)
-      where = "`require \"loadscan/setup\"` after `require \"bundler/setup\"` and before `require \"bootsnap/setup\"`"
+      before = " and before `require \"bootsnap/setup\"`" if r["bootsnap"] # (the boot loaded Bootsnap)
+      where = "`require \"loadscan/setup\"` after `require \"bundler/setup\"`#{before}"
       fix = if File.file?(File.join(@app, "config", "boot.rb"))
               "run `loadscan install`: it adds `gem \"loadscan\"` to the Gemfile and #{where} to config/boot.rb"
             else
