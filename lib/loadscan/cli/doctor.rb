@@ -7,9 +7,11 @@ require_relative "gc_advice"
 module Loadscan
   # `loadscan doctor`: boots the app the way it boots (config/boot.rb when there is one, else
   # Bundler when there is a Gemfile) in a separate Ruby process, and reports whether `require`
-  # reaches loadscan there, the versions involved, the settings in effect, the cache, and what
-  # the boot's index answered. Each problem comes with the fix in words; any problem makes the
-  # exit status 1. A boot that has not finished after `timeout` seconds is stopped and reported
+  # reaches loadscan there and whether loadscan answers it (a trial require: `ok` needs it
+  # answered from the index, not only reached), the versions involved, the settings in effect,
+  # the cache, and what the boot's index answered; where the boot does not set loadscan up,
+  # nothing of doctor's own process as the app's. Each problem comes with the fix in words; any
+  # problem makes the exit status 1. A boot that has not finished after `timeout` seconds is stopped and reported
   # as hanging.
   class Doctor
     # bench/ci.rb's measurement of what BOOTSNAP_REVALIDATE saves a fresh checkout's CI boot.
@@ -24,6 +26,8 @@ module Loadscan
     # has, as the app's own requires go, and what loadscan's figures say of it (answered from
     # the index, or left to Ruby and why). ARGV[4]: the app's own LOADSCAN_READONLY (the child
     # runs read-only whatever it says).
+    # The feature of the trial require (BOOT_SCRIPT), in a directory of doctor's own.
+    TRIAL_FEATURE = "loadscan_doctor_trial"
     BOOT_SCRIPT = <<~'RUBY'
       report = { "boot" => (ARGV[2] unless ARGV[2].empty?) }
       begin
@@ -180,9 +184,6 @@ module Loadscan
     end
 
     private
-
-    # The feature of the trial require (BOOT_SCRIPT), in a directory of doctor's own.
-    TRIAL_FEATURE = "loadscan_doctor_trial"
 
     # A boot of the app in a child (BOOT_SCRIPT), read-only, with `extra_env` over the app's
     # environment; with the trial require (`trial`); `full`: a Rails app's whole boot
