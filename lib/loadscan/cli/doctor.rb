@@ -17,6 +17,8 @@ module Loadscan
     # bench/ci.rb's measurement of what BOOTSNAP_REVALIDATE saves a fresh checkout's CI boot.
     CI_REVALIDATE_FIGURE = "with it, a fresh checkout's eager-loading boot of a Rails 7.2 app with 316 files of its own took " \
                            "0.80 of the CPU time it took without: bench/ci.rb, Bootsnap 1.26.1, Ruby 3.3.8"
+    # The feature of the trial require (BOOT_SCRIPT), in a directory of doctor's own.
+    TRIAL_FEATURE = "loadscan_doctor_trial"
     # Runs in the child: the app's own boot, as the parent chose it (`boot_file`, ARGV[2]; empty
     # for none), then a report (Marshal, to the path in ARGV[0]). What the report says of the app
     # is what its boot did: where the boot did not set loadscan up, the child sets it up itself
@@ -26,8 +28,6 @@ module Loadscan
     # has, as the app's own requires go, and what loadscan's figures say of it (answered from
     # the index, or left to Ruby and why). ARGV[4]: the app's own LOADSCAN_READONLY (the child
     # runs read-only whatever it says).
-    # The feature of the trial require (BOOT_SCRIPT), in a directory of doctor's own.
-    TRIAL_FEATURE = "loadscan_doctor_trial"
     BOOT_SCRIPT = <<~'RUBY'
       report = { "boot" => (ARGV[2] unless ARGV[2].empty?) }
       begin
