@@ -11,8 +11,8 @@ module Loadscan
   # answered from the index, not only reached), the versions involved, the settings in effect,
   # the cache, and what the boot's index answered; where the boot does not set loadscan up,
   # nothing of doctor's own process as the app's. Each problem comes with the fix in words; any
-  # problem makes the exit status 1. A boot that has not finished after `timeout` seconds is stopped and reported
-  # as hanging.
+  # problem makes the exit status 1. A boot that has not finished after `timeout` seconds is
+  # stopped and reported as hanging.
   class Doctor
     # bench/ci.rb's measurement of what BOOTSNAP_REVALIDATE saves a fresh checkout's CI boot.
     CI_REVALIDATE_FIGURE = "with it, a fresh checkout's eager-loading boot of a Rails 7.2 app with 316 files of its own took " \
