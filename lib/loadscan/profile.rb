@@ -155,9 +155,10 @@ module Loadscan
         warn_once(:write, failed) if failed
       end
 
-      # Writes `data` to a new file beside `path`, then renames it over `path`: a reader (or a
-      # process killed meanwhile) never sees half a profile.
+      # Writes `data` to a new file beside `path` (a symlink's target), then renames it over it:
+      # a reader (or a process killed meanwhile) never sees half a profile.
       def replace(path, data)
+        path = File.realpath(path) if File.symlink?(path) && File.exist?(path) # the link stays, its target is written
         tmp = "#{path}.#{Process.pid}-#{rand(1 << 32).to_s(16)}.tmp"
         File.open(tmp, File::WRONLY | File::CREAT | File::EXCL | File::BINARY, 0o666) { |f| f.write(data) }
         File.rename(tmp, path)
