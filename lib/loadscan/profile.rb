@@ -63,7 +63,8 @@ module Loadscan
       # out of ENV once read, so that the programs this one starts (`system`, spawn) do not write
       # the same file; one the program names itself for them is theirs.
       EXEC_VAR = "LOADSCAN_PROFILE_EXEC"
-      # `loadscan profile` sets it to its pid: its child prints no summary (the command does).
+      # `loadscan profile` sets it to its pid beside LOADSCAN_PROFILE: its child prints no summary
+      # (the command does). Taken out of ENV with LOADSCAN_PROFILE.
       PARENT_VAR = "LOADSCAN_PROFILE_PARENT"
 
       # LOADSCAN_PROFILE=path: records from now (loadscan's own load, as early as the boot
@@ -104,7 +105,7 @@ module Loadscan
       def take_from_env(value, env)
         handed = env[EXEC_VAR]
         env.delete("LOADSCAN_PROFILE") if value && env["LOADSCAN_PROFILE"] == value
-        parent = env[PARENT_VAR]
+        parent = value && env.delete(PARENT_VAR) # (the programs it starts may name a file of their own)
         if value && !value.empty?
           # `loadscan profile`'s child only (and what it execs: `bundle exec`), not its own children.
           return if parent && parent != Process.ppid.to_s
