@@ -52,7 +52,7 @@ class InstallTest < Minitest::Test
     assert_includes dry[0], "--dry-run: nothing written"
     assert_equal 0, install[1], install[0]
     docker = ", Dockerfile" if @fx[:rails72] && RailsApp.bootsnap_stack?
-    assert_equal [dry[0].sub("--dry-run: nothing written\n", ""), "changed Gemfile, config/boot.rb#{docker}"],
+    assert_equal [dry[0].sub("--dry-run: nothing written\n", ""), "changed Gemfile, config/loadscan_boot.rb, config/boot.rb#{docker}"],
                  [install[0].sub(/changed .*\n\z/, ""), install[0][/changed [^;\n]*/]]
     assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", 0], [again[0].lines.last, again[1]]
     assert_equal installed_boot(@fx[:before]["config/boot.rb"]), @fx[:after]["config/boot.rb"]
@@ -62,6 +62,34 @@ class InstallTest < Minitest::Test
     assert_bootsnaps_settings_still_work(@fx[:app], @fx[:env]) if RailsApp.bootsnap_stack?
     out, status = loadscan(@fx[:app], @fx[:env], "--json", "doctor")
     assert JSON.parse(out)["engaged"], "doctor (exit #{status}): #{out}"
+  end
+
+  # Issue 48: `loadscan uninstall` puts the app back: after an install, `bundle lock`, a boot
+  # (which fills tmp/cache/loadscan), then `uninstall` (which writes nothing) and `uninstall
+  # --write` and `bundle lock`, every file of the app outside log/ and tmp/ is byte for byte as
+  # `rails new` made it and locked it (Gemfile.lock too), and the cache dir is gone.
+  def test_uninstall_puts_the_app_back_byte_for_byte
+    tmp = File.realpath(Dir.mktmpdir("loadscan-uninstall"))
+    app = @fx[:rails72] ? RailsApp.rails_new(tmp, docker: true) : App.rails_new(tmp).tap { |a| with_bootsnap(a) }
+    App.bundle_lock(app, @fx[:env])
+    before = tree(app)
+    assert_equal 0, loadscan(app, @fx[:env], "install")[1]
+    App.bundle_lock(app, @fx[:env])
+    assert_includes File.read(File.join(app, "Gemfile.lock")), "loadscan"
+    assert boot(app, @fx[:env]).report["engaged"]
+    assert File.directory?(File.join(app, "tmp", "cache", "loadscan"))
+    installed = tree(app)
+    out, status = loadscan(app, @fx[:env], "uninstall")
+    assert_equal 0, status, out
+    assert_equal installed, tree(app), "uninstall without --write wrote"
+    out, status = loadscan(app, @fx[:env], "uninstall", "--write")
+    assert_equal 0, status, out
+    assert_includes out, "tmp/cache/loadscan/; now run `bundle install`"
+    App.bundle_lock(app, @fx[:env])
+    assert_equal before, tree(app)
+    refute File.exist?(File.join(app, "tmp", "cache", "loadscan"))
+  ensure
+    FileUtils.rm_rf(tmp) if tmp
   end
 
   # Issue 27: the Dockerfile Rails 7.2 generates with Bootsnap (3.3), with the lines `loadscan
@@ -150,6 +178,14 @@ class InstallTest < Minitest::Test
     File.write(boot, File.read(boot).sub(/^require ["']bundler\/setup["'].*\n/) { |line| line + BOOTSNAP_BOOT })
   end
 
+  # Every file of the app outside log/ and tmp/: `{relative path => [mode, bytes]}` (a directory's bytes: nil).
+  def tree(app)
+    Dir.glob("**/*", File::FNM_DOTMATCH, base: app).reject { |rel| rel.match?(%r{\A(log|tmp)(/|\z)|(\A|/)\.\.?\z}) }.sort.to_h do |rel|
+      path = File.join(app, rel)
+      [rel, [File.lstat(path).mode, File.file?(path) ? File.binread(path) : nil]]
+    end
+  end
+
   def app_files(app) = %w[Gemfile config/boot.rb Dockerfile].to_h { |f| [f, File.exist?(File.join(app, f)) && File.read(File.join(app, f))] }
 
   # The installed gem's `loadscan` command in the app: its output (stdout and stderr), exit status.
@@ -161,11 +197,12 @@ class InstallTest < Minitest::Test
   def boot(app, env, extra = {}) = App.boot(app, RUNNER, env: env.merge(extra))
 
   # config/boot.rb as `loadscan install` writes it: `require "loadscan/setup"` before Bootsnap's
-  # setup, or without Bootsnap after Bundler's.
+  # setup, or without Bootsnap after Bundler's; the first line before Bundler's.
   def installed_boot(before)
-    return before.sub(/^require ["']bundler\/setup["'].*\n/) { |line| %(#{line}require "loadscan/setup"\n) } unless RailsApp.bootsnap_stack?
+    first = "#{Loadscan::Installer::Boot::FIRST_LINE}\n"
+    return before.sub(/^require ["']bundler\/setup["'].*\n/) { |line| %(#{first}#{line}require "loadscan/setup"\n) } unless RailsApp.bootsnap_stack?
 
-    before.sub(/^require "bootsnap/, "require \"loadscan/setup\"\nrequire \"bootsnap")
+    before.sub(/^require "bootsnap/, "require \"loadscan/setup\"\nrequire \"bootsnap").sub(/^(?=require ["']bundler\/setup)/, first)
   end
 
   # The app boots engaged, loading what it loads with loadscan disabled; with Bootsnap, its
@@ -174,6 +211,8 @@ class InstallTest < Minitest::Test
   def assert_boots_engaged(app, env)
     ours = boot(app, env)
     assert ours.report["engaged"], ours.stderr
+    # Set up at the first line, before Bundler, from the precompiled gem Gemfile.lock names.
+    assert ours.report["stats"][:setup_before_bundler], ours.report["stats"].inspect
     bootsnap = [false, true] if RailsApp.bootsnap_stack?
     assert_equal bootsnap || [nil, false], ours.report.values_at("load_path_cache", "iseq_cache"), "Bootsnap: load-path cache, compile cache"
     if RailsApp.bootsnap_stack?
