@@ -11,7 +11,7 @@ require_relative "../../lib/loadscan/version"
 # itself, boot in real processes: with loadscan installed as a gem (this checkout's lib, its
 # extension built for this Ruby, packed with `gem build` and installed with `gem install`, as the
 # precompiled gem is) on GEM_PATH in two versions, the lockfile naming the older; in Bundler's
-# vendor/bundle (`bundle config set --local path`); as a `path:` gem. Each boot is set up before
+# vendor/bundle (`bundle config set --local path`); as a `path:` gem; as a `git:` gem. Each boot is set up before
 # Bundler (Loadscan.stats), loads the locked version once (`Bundler.require` and the railtie load
 # nothing of loadscan's again), and loads what stock loads apart from loadscan's own files. Where
 # loadscan cannot be found early (absent from the lockfile, no lockfile), the first line does
@@ -83,6 +83,25 @@ class FirstLineTest < Minitest::Test
     env = env(File.join(@tmp, "home"))
     app = app("pathgem", %(gem "loadscan", path: #{ROOT.inspect}\n), env)
     assert_early(app, env, Loadscan::TestSupport::LIB)
+  end
+
+  # A `git:` gem: Bundler's checkout of the locked revision (bundle_path/bundler/gems/NAME-REV).
+  def test_a_git_gem
+    repo = File.join(@tmp, "loadscan-repo")
+    FileUtils.cp_r(File.join(File.dirname(@gems[VERSION]), "src-#{VERSION}"), repo)
+    git = ["git", "-c", "user.name=loadscan", "-c", "user.email=loadscan@example.invalid"]
+    [%w[init -q .], %w[add -A -f .], %w[commit -q -m loadscan]].each do |args|
+      _, err, status = capture(*git, *args, chdir: repo)
+      assert status.success?, "git #{args.first}: #{err}"
+    end
+    home = File.join(@tmp, "home")
+    env = env(home)
+    app = app("gitgem", %(gem "loadscan", git: "file://#{repo}"\n), env) do |dir|
+      run!([File.join(App::BINDIR, "bundle"), "install", "--local"], env, dir)
+    end
+    revision = File.read(File.join(app, "Gemfile.lock"))[/^  revision: (\h+)$/, 1]
+    assert revision, "a GIT section"
+    assert_early(app, env, File.join(home, "bundler", "gems", "loadscan-repo-#{revision[0, 12]}", "lib"))
   end
 
   # Without loadscan in the lockfile, or without a lockfile, the first line does nothing: the boot

@@ -68,25 +68,33 @@ class InstallTest < Minitest::Test
   # (which fills tmp/cache/loadscan), then `uninstall` (which writes nothing) and `uninstall
   # --write` and `bundle lock`, every file of the app outside log/ and tmp/ is byte for byte as
   # `rails new` made it and locked it (Gemfile.lock too), and the cache dir is gone.
+  #
+  # The source gem is installed too (without Rust: no library), as rubygems.org offers both: with
+  # the precompiled gem alone Bundler could not lock the `ruby` platform, and drops it from the
+  # lockfile for good.
   def test_uninstall_puts_the_app_back_byte_for_byte
     tmp = File.realpath(Dir.mktmpdir("loadscan-uninstall"))
+    env = with_source_gem(tmp)
     app = @fx[:rails72] ? RailsApp.rails_new(tmp, docker: true) : App.rails_new(tmp).tap { |a| with_bootsnap(a) }
-    App.bundle_lock(app, @fx[:env])
+    App.bundle_lock(app, env)
     before = tree(app)
-    assert_equal 0, loadscan(app, @fx[:env], "install")[1]
-    App.bundle_lock(app, @fx[:env])
+    assert_equal 0, loadscan(app, env, "install")[1]
+    App.bundle_lock(app, env)
     assert_includes File.read(File.join(app, "Gemfile.lock")), "loadscan"
-    assert boot(app, @fx[:env], "LOADSCAN_CACHE_DIR" => nil).report["engaged"] # (the app's own cache dir)
+    ours = boot(app, env, "LOADSCAN_CACHE_DIR" => nil) # (the app's own cache dir)
+    assert_equal [true, true], [ours.report["engaged"], ours.report["stats"][:setup_before_bundler]]
     assert File.directory?(File.join(app, "tmp", "cache", "loadscan"))
     installed = tree(app)
-    out, status = loadscan(app, @fx[:env], "uninstall")
+    out, status = loadscan(app, env, "uninstall")
     assert_equal 0, status, out
     assert_equal installed, tree(app), "uninstall without --write wrote"
-    out, status = loadscan(app, @fx[:env], "uninstall", "--write")
+    out, status = loadscan(app, env, "uninstall", "--write")
     assert_equal 0, status, out
     assert_includes out, "tmp/cache/loadscan/; now run `bundle install`"
-    App.bundle_lock(app, @fx[:env])
-    assert_equal before, tree(app)
+    App.bundle_lock(app, env)
+    after = tree(app)
+    differ = (before.keys | after.keys).reject { |rel| before[rel] == after[rel] }
+    assert_empty differ.map { |rel| [rel, *[before[rel], after[rel]].map { |m, t| [m, t && (t.lines - (before[rel][1].to_s.lines & after[rel][1].to_s.lines))] }] }
     refute File.exist?(File.join(app, "tmp", "cache", "loadscan"))
   ensure
     FileUtils.rm_rf(tmp) if tmp
@@ -176,6 +184,18 @@ class InstallTest < Minitest::Test
     File.write(File.join(app, "Gemfile"), %(source "https://rubygems.org"\n#{gems.map { |g| "gem '#{g}'\n" }.join}#{BOOTSNAP_GEM}))
     boot = File.join(app, "config", "boot.rb")
     File.write(boot, File.read(boot).sub(/^require ["']bundler\/setup["'].*\n/) { |line| line + BOOTSNAP_BOOT })
+  end
+
+  # The fixture's environment with the source gem (`gem build`, installed without Rust) on GEM_PATH too.
+  def with_source_gem(tmp)
+    gem_file = File.join(tmp, "loadscan-source.gem")
+    run = run_ruby(file: File.join(RbConfig::CONFIG["bindir"], "gem"), args: ["build", "loadscan.gemspec", "--output", gem_file],
+                   chdir: Loadscan::TestSupport::ROOT, timeout: 600)
+    assert run.success?, run.stdout + run.stderr
+    home = File.join(tmp, "source-gem")
+    run, = install_native_gem(gem_file, no_rust_env(home).merge("HOME" => tmp))
+    assert run.success?, run.stdout + run.stderr
+    @fx[:env].merge("GEM_PATH" => "#{@fx[:env]["GEM_PATH"]}:#{home}")
   end
 
   # Every file of the app outside log/ and tmp/: `{relative path => [mode, bytes]}` (a directory's bytes: nil).
