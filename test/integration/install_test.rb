@@ -122,6 +122,7 @@ class InstallTest < Minitest::Test
       ours = boot_as_nobody(image[:app], runtime)
       assert ours.report["engaged"], ours.stderr
       stats = ours.report["stats"]
+      assert stats[:setup_before_bundler], "the first line found the gem in BUNDLE_PATH (#{image[:bundle]})"
       assert_equal [stats[:load_path_entries], 0, 0], stats.values_at(:roots_from_cache, :roots_scanned, :roots_refreshed), stats.inspect
       assert_operator stats[:hits], :>, 1000
       assert_equal "", ours.stderr, "the image's boot is quiet"
