@@ -77,6 +77,11 @@ class FirstLineTest < Minitest::Test
     assert_includes File.read(File.join(app, ".bundle", "config")), "vendor/bundle"
     lib = File.join(app, "vendor", "bundle", RUBY_ENGINE, RbConfig::CONFIG["ruby_version"], "gems", "loadscan-#{VERSION}", "lib")
     assert_early(app, env, lib)
+    # The same path from the environment instead: BUNDLE_PATH, or deployment mode's default.
+    File.unlink(File.join(app, ".bundle", "config"))
+    [{ "BUNDLE_PATH" => "vendor/bundle" }, { "BUNDLE_DEPLOYMENT" => "true" }].each do |settings|
+      assert_early(app, env.merge(settings), lib)
+    end
   end
 
   def test_a_path_gem
