@@ -4,7 +4,8 @@ module Loadscan
   class Installer
     # A file the installer adds (config/loadscan_boot.rb), written as AppFile replaces one: the
     # text into a new file beside it first (`stage`), renamed into place (`commit`). Its mode is
-    # what the user's umask gives a new file, its owner the user running the installer.
+    # what the umask gives a new file; its owner its directory's where the installer may give it
+    # (run as root on a user's app, the file is the user's, as the files it edits stay theirs).
     class NewFile
       attr_reader :rel
 
@@ -16,12 +17,18 @@ module Loadscan
       def stage(text)
         raise Refused, "#{rel} appeared while loadscan install ran: run it again" if File.exist?(@path) || File.symlink?(@path)
 
-        tmp = File.join(File.dirname(@path), ".#{File.basename(@path)}.loadscan-install-#{Process.pid}-#{rand(1 << 32).to_s(16)}")
+        dir = File.dirname(@path)
+        tmp = File.join(dir, ".#{File.basename(@path)}.loadscan-install-#{Process.pid}-#{rand(1 << 32).to_s(16)}")
         File.open(tmp, File::WRONLY | File::CREAT | File::EXCL | File::BINARY, 0o666) do |f|
           @staged = tmp
           f.write(text)
+          owner(f, File.stat(dir))
           f.fsync
         end
+      rescue SystemCallError => e
+        raise e.class, "adding #{@path} (by a new file beside it: #{File.basename(tmp)})", cause: nil if tmp && e.message.include?(tmp)
+
+        raise
       end
 
       def commit
@@ -35,6 +42,20 @@ module Loadscan
         nil
       ensure
         @staged = nil
+      end
+
+      private
+
+      # The directory's owner, and the mode the umask gives (chown clears setuid and setgid bits).
+      def owner(file, dir)
+        own = file.stat
+        return if own.uid == dir.uid && own.gid == dir.gid
+
+        mode = own.mode & 0o7777
+        file.chown(dir.uid, dir.gid)
+        file.chmod(mode)
+      rescue Errno::EPERM
+        nil # not root: the file is the installer's, as any file the user makes there
       end
     end
 
