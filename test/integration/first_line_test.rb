@@ -88,6 +88,11 @@ class FirstLineTest < Minitest::Test
     env = env(File.join(@tmp, "home"))
     app = app("pathgem", %(gem "loadscan", path: #{ROOT.inspect}\n), env)
     assert_early(app, env, Loadscan::TestSupport::LIB)
+    # Under `bundle exec` Bundler is set up before config/boot.rb: the first line leaves it to
+    # `require "loadscan/setup"`, quietly.
+    run = run_ruby(command: [File.join(App::BINDIR, "bundle"), "exec", App::RUBY, "app.rb"], env: env, chdir: app, timeout: 120)
+    assert run.success?, run.stderr
+    assert_equal ["", true, false], [run.stderr, *run.report["stats"].values_at(:engaged, :setup_before_bundler)]
   end
 
   # A `git:` gem: Bundler's checkout of the locked revision (bundle_path/bundler/gems/NAME-REV).
