@@ -50,6 +50,7 @@ mod layout;
 mod names;
 mod private_group;
 mod snapshot;
+mod sys;
 mod validate;
 
 pub use buffer::Bytes;
