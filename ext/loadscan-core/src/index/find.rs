@@ -91,7 +91,7 @@ pub(super) struct SameNames(FxHashMap<(RootId, Vec<u8>), (DirStamp, i64)>);
 impl SameNames {
     /// Whether the directory `dir` (root `id`'s record `rec`, whose stamp differs: another
     /// checkout's) still has the names listed, by its digest. Once it has, the stamp seen just
-    /// before is remembered with the time, and a later miss there is settled by
+    /// before is remembered with the time, and a later miss there is decided by
     /// [`stamp_differs`] against it (a `stat`, not a listing), as against a listing's record.
     fn has_names_listed(&mut self, id: RootId, dir: &[u8], rec: DirRecord, md: &std::fs::Metadata) -> bool {
         if rec.stamp.is_unsettled() {

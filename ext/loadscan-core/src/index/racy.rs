@@ -1,6 +1,6 @@
 //! Racy directories (PROJECT_RULES.md) of the roots this process listed: one whose mtime is
 //! within `RACY_NS` of the scan that recorded it counts as changed at every revalidation. A
-//! boot that writes the cache lists it again once and records it settled; a cache that is only
+//! boot that writes the cache lists it again once and records it out of its window; a cache that is only
 //! ever read (a Docker image's, written by `loadscan build` right after a `COPY`) would have
 //! it listed again on every boot. [`relist`] lists such directories again once
 //! their window has passed, so that the records written next hold.
