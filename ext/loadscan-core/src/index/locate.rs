@@ -28,8 +28,20 @@ pub enum Located {
 /// first `prefix_len` bytes of the stem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Deferred {
-    pub(super) root: RootId,
-    pub(super) prefix_len: usize,
+    root: RootId,
+    prefix_len: usize,
+}
+
+impl Deferred {
+    /// The root whose directory it is.
+    pub(super) fn root(&self) -> RootId {
+        self.root
+    }
+
+    /// The directory, relative to the root: a prefix of `stem`, the stem looked up.
+    pub(super) fn rel<'s>(&self, stem: &'s [u8]) -> &'s [u8] {
+        &stem[..self.prefix_len]
+    }
 }
 
 /// One step of a lookup: an answer, or a deferred directory to list first.

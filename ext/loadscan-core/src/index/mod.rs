@@ -211,7 +211,7 @@ impl Index {
                 // answers rather than this loop spinning.
                 Step::ListFirst(d) if last == Some(d) => return Located::Unknown,
                 Step::ListFirst(d) => {
-                    self.list_now(d.root, &q.stem[..d.prefix_len], lister);
+                    self.list_now(d.root(), d.rel(&q.stem), lister);
                     last = Some(d);
                 }
             }
