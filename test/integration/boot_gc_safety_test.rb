@@ -172,6 +172,7 @@ class BootGCSafetyTest < Minitest::Test
         def kernel_sleep(*) = pass
         def block(*) = pass
         def unblock(*) = nil
+        def fiber_interrupt(fiber, exception) = fiber.raise(exception)
         def close = (@ready.shift.resume until @ready.empty?)
 
         private
