@@ -130,17 +130,8 @@ module Loadscan
         @ended = nil
         @not_deferred = why_not(mode, last_end, rails) and return
         return @not_deferred = "Ractors running" if Ractor.count > 1
-        # GC.disable answers true when it was off already (the app's doing): then it is left alone.
-        return @not_deferred = "app disabled GC" if DISABLE.bind_call(GC)
-
-        @deferred = @deferring = true
-        unless Native.start_ticker(self, Loadscan, [TICK_MS, @mark.to_i, MAX_SECONDS, BUDGET, CAP, PAGE_SIZE])
-          @deferred = @deferring = false
-          ENABLE.bind_call(GC)
-          return @not_deferred = "no native thread"
-        end
-        switch_methods(true)
-        CoreExt::NewRactor.attach
+        # All of it or none, as end_deferral.
+        Thread.handle_interrupt(Object => :never) { defer }
       end
 
       def deferring?
@@ -236,6 +227,20 @@ module Loadscan
 
       private
 
+      def defer
+        # GC.disable answers true when it was off already (the app's doing): then it is left alone.
+        return @not_deferred = "app disabled GC" if DISABLE.bind_call(GC)
+
+        @deferred = @deferring = true
+        unless Native.start_ticker(self, Loadscan, [TICK_MS, @mark.to_i, MAX_SECONDS, BUDGET, CAP, PAGE_SIZE])
+          @deferred = @deferring = false
+          ENABLE.bind_call(GC)
+          return @not_deferred = "no native thread"
+        end
+        switch_methods(true)
+        CoreExt::NewRactor.attach
+      end
+
       # Why GC is not deferred in this process, or nil.
       def why_not(mode, last_end, rails)
         return "off" if mode == false
@@ -281,12 +286,16 @@ module Loadscan
         end
       end
 
-      # The end of the deferral (the clock stopped, GC's methods back, GC as the app last set it).
+      # The end of the deferral (the clock stopped, GC's methods back, GC as the app last set it),
+      # all of it: an exception raised into the thread meanwhile (Timeout) is raised when it is
+      # done, in the same call, so GC is never left off nor half its methods put back.
       def end_deferral
-        @deferring = false
-        @budget_runs = Native.stop_ticker.first
-        switch_methods(false)
-        (@app_disabled ? DISABLE : ENABLE).bind_call(GC)
+        Thread.handle_interrupt(Object => :never) do
+          @deferring = false
+          @budget_runs = Native.stop_ticker.first
+          switch_methods(false)
+          (@app_disabled ? DISABLE : ENABLE).bind_call(GC)
+        end
       end
 
       # GC's figures now, or those `stat`, `info` and `at` (monotonic seconds) say (the heaps' are
