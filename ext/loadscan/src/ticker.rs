@@ -139,27 +139,54 @@ impl End {
 
 /// The postponed job: the tick. Ends the boot or runs a budget run when due (`BootGC`'s
 /// comment says which). Runs no Ruby method and raises nothing.
+///
+/// The deferral's lock is never held while Ruby code may run: a budget run runs finalizers,
+/// which may call `GC.enable` or `Loadscan.booted!` and so end the deferral meanwhile.
 unsafe extern "C" fn job(_: *mut c_void) {
-    let app_disabled = unsafe { rb_sys::rb_ivar_get(RECEIVER, id(c"@app_disabled")) } == rb_sys::Qtrue as VALUE;
-    let why = {
+    let step = {
         let mut guard = lock();
         let Some(d) = guard.as_mut() else { return };
-        check(d, app_disabled)
+        check(d, app_disabled())
     };
-    if let Some(why) = why {
-        end(why, app_disabled);
-    }
+    let why = match step {
+        Step::Wait => return,
+        Step::End(why) => why,
+        Step::Run => {
+            unsafe { rb_sys::rb_gc_start() };
+            let mut guard = lock();
+            let Some(d) = guard.as_mut() else { return };
+            mark_gc(d, rss());
+            if d.unaccounted < 2 {
+                return;
+            }
+            End::Memory
+        }
+    };
+    end(why, app_disabled());
 }
 
-fn check(d: &mut Deferral, app_disabled: bool) -> Option<End> {
+/// What the tick does.
+enum Step {
+    Wait,
+    /// A budget run.
+    Run,
+    End(End),
+}
+
+/// Whether the app has GC disabled (`BootGC`'s `@app_disabled`, its view of GC's switch).
+fn app_disabled() -> bool {
+    unsafe { rb_sys::rb_ivar_get(RECEIVER, id(c"@app_disabled")) == rb_sys::Qtrue as VALUE }
+}
+
+fn check(d: &mut Deferral, app_disabled: bool) -> Step {
     if d.mark > 0 && stat(c"total_allocated_objects") as u64 >= d.mark {
-        return Some(End::Allocated);
+        return Step::End(End::Allocated);
     }
     if d.started.elapsed().as_secs_f64() > max_seconds(d.max_seconds) {
-        return Some(End::Time);
+        return Step::End(End::Time);
     }
     if rails_initialized() {
-        return Some(End::Rails);
+        return Step::End(End::Rails);
     }
     budget(d, app_disabled)
 }
@@ -204,28 +231,26 @@ fn rails_initialized() -> bool {
 
 /// One full GC when Ruby allocated `budget` since the last GC (any GC), in heap pages and malloc,
 /// or when the resident size grew by `budget` since then; `Cap` when it grew by `cap` since setup;
-/// `Memory` after the second run in a row that Ruby's own allocation did not call for. None while
-/// the app has GC disabled (a budget run would be a GC the app turned off).
-fn budget(d: &mut Deferral, app_disabled: bool) -> Option<End> {
+/// `Memory` after the second run in a row that Ruby's own allocation did not call for ([`job`]).
+/// No run while the app has GC disabled (it would be a GC the app turned off).
+fn budget(d: &mut Deferral, app_disabled: bool) -> Step {
     let now = rss();
     if unsafe { rb_sys::rb_gc_count() } != d.count {
         mark_gc(d, now);
     }
     if now - d.setup_rss >= d.cap {
-        return Some(End::Cap);
+        return Step::End(End::Cap);
     }
     if app_disabled {
-        return None;
+        return Step::Wait;
     }
     let made = stat(c"malloc_increase_bytes") + (stat(c"heap_allocated_pages") - d.pages) * d.page_size;
     if made < d.budget && now - d.rss < d.budget {
-        return None;
+        return Step::Wait;
     }
     BUDGET_RUNS.fetch_add(1, Ordering::Relaxed);
     d.unaccounted = if made < d.budget { d.unaccounted + 1 } else { 0 };
-    unsafe { rb_sys::rb_gc_start() };
-    mark_gc(d, rss());
-    (d.unaccounted >= 2).then_some(End::Memory)
+    Step::Run
 }
 
 fn mark_gc(d: &mut Deferral, rss: i64) {
