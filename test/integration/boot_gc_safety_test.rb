@@ -235,6 +235,23 @@ class BootGCSafetyTest < Minitest::Test
     assert_equal (RUBY_VERSION >= "3.4" ? [nil, [true, "rails"]] : ["loadscan", [false, nil]]), on
   end
 
+  # A finalizer run by a budget run ends the boot (`Loadscan.booted!`) and switches GC: the tick
+  # holds nothing of its own meanwhile, and the program goes on as stock's.
+  def test_a_finalizer_that_ends_the_boot_during_a_budget_run
+    reports = run_modes(<<~RUBY)
+      ended = []
+      finalizer = proc { ended << (defined?(Loadscan.booted!) && Loadscan.booted!); GC.disable; GC.enable }
+      100.times { ObjectSpace.define_finalizer(Object.new, finalizer) }
+      keep = []
+      200.times { keep << ("x" * (1 << 20)); keep.clear if keep.size > 8 }
+      GC.start
+      report([ended.size, GC.disable, #{GC_FIGURES}])
+    RUBY
+    assert_equal 100, reports.fetch("stock").first, reports.inspect
+    reports.each { |name, (size, disabled, _)| assert_equal [100, false], [size, disabled], "#{name}: #{reports.inspect}" }
+    assert_equal (RUBY_VERSION >= "3.4" ? [true, "booted"] : [false, nil]), reports.fetch("on").last, reports.inspect
+  end
+
   # A Rack app that is not Rails, under Puma's cluster mode with preload (through Bundler, a real
   # Gemfile.lock, this Ruby's Puma from bin/setup-rails-gems): Puma warns about threads started
   # in the app's boot; loadscan starts none.
