@@ -22,6 +22,7 @@ module Loadscan
   # (`feature`, the object the call was given, while the entry is open; the label is its `to_s`;
   # times in nanoseconds, whole numbers: what the clocks give cheapest, as GC.total_time does.)
   class Profile
+    SOURCE = __FILE__
     KIND, LABEL, FILE, PARENT, WALL0, CPU0, ALLOC0, GC0, FEATURE, WALL1, CPU1, ALLOC1, GC1 = (0..12).to_a
     # How old a CPU time reading may be, in wall nanoseconds, to stand for now (cpu_at).
     CPU_FRESH_NS = 20_000
@@ -46,9 +47,13 @@ module Loadscan
       # Starts recording from now (one profile at a time).
       def start(name:, startup: false)
         require_relative "profile/hooks"
+        require_relative "profile/sampler"
+        Sampler.native # the extension loaded before the profile starts (none of its time)
         profile = new(name: name, startup: startup)
         Hooks.attach
         @current = profile
+        profile.sample
+        profile
       end
 
       # Stops the current profile (called by Profile#finish).
@@ -138,14 +143,21 @@ module Loadscan
       leave(index, finished, result, loaded_before) if index
     end
 
+    # Starts the stack sampler (Profile::Sampler): the time entries spend in other gems'
+    # methods becomes entries of their own (:call).
+    def sample
+      @sampling = Sampler.start([SOURCE, Hooks::SOURCE])
+    end
+
     # Ends the recording (the boot's entry closes now); idempotent.
     def finish
       return if @tree
 
       leave(@stack.first) until @stack.empty?
       self.class.stopped(self)
+      samples = Sampler.stop if @sampling
       require_relative "profile/tree"
-      @tree = Tree.new(@name, @nodes)
+      @tree = Tree.new(@name, @nodes, samples: samples)
     end
 
     # The recorded tree (after finish).

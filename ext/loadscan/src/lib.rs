@@ -8,7 +8,8 @@
 //! - `state.rs`: every static and the one lock policy; `load_path.rs`: the `$LOAD_PATH` mirror;
 //! - `convert.rs`: every conversion of an answer, figure or problem to Ruby; `options.rs`:
 //!   `start`'s keywords; `hooks.rs`: the callables told what happens; `nogvl.rs`: the GVL; `ticker.rs`: the GC
-//!   deferral's clock; `profile.rs`: the boot profile's file, from its entries.
+//!   deferral's clock; `profile.rs`: the boot profile's file, from its entries;
+//!   `sampler.rs`: the boot profile's stack samples.
 
 mod convert;
 mod decorator;
@@ -18,6 +19,7 @@ mod native;
 mod nogvl;
 mod options;
 mod profile;
+mod sampler;
 mod state;
 mod ticker;
 
@@ -50,6 +52,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("start_ticker", function!(|m: Value, ms: u64| ticker::start(m.as_raw(), ms), 2))?;
     native.define_module_function("stop_ticker", function!(ticker::stop, 0))?;
     native.define_module_function("speedscope", function!(profile::speedscope, 3))?;
+    native.define_module_function("start_sampler", function!(sampler::start, 2))?;
+    native.define_module_function("stop_sampler", function!(sampler::stop, 0))?;
     let decorator = native.define_module("Decorator")?;
     // Ractor-safe: called in any Ractor, it serves only the one that started loadscan and sends
     // the others to Ruby's own require (state.rs).

@@ -23,6 +23,7 @@ module Loadscan
     # process (`Loadscan.profile`).
     module Hooks
       NAMES = %i[require require_relative load].freeze
+      SOURCE = __FILE__
 
       class << self
         def attach
