@@ -27,7 +27,8 @@ module Loadscan
 
       # `data`: `[samples, frames]` as Native.stop_sampler gives them; `gems`: Tree::GemDirs.
       def initialize(data, gems)
-        flat, @frames = data
+        flat, frames = data
+        @frames = frames.map { |label, path| [utf8(label), path.is_a?(String) ? utf8(path) : nil] }
         @gems = gems
         @gem_of = {}
         @at = [] # each sample's offset in `flat`
@@ -72,7 +73,7 @@ module Loadscan
         key.drop(same).each do |frame|
           label, path = @frames[frame]
           under = open.empty? ? parent : open.last[1]
-          e = Tree::Entry.new(list.size, under.id, :call, label.to_s, path, gem_of(frame), (reading[0] - origin) / 1_000_000.0,
+          e = Tree::Entry.new(list.size, under.id, :call, label, path, gem_of(frame), (reading[0] - origin) / 1_000_000.0,
                               0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0.0, [])
           under.children << e.id
           list << e
@@ -114,6 +115,11 @@ module Loadscan
           break if key.size == DEPTH
         end
         key || NONE
+      end
+
+      def utf8(value)
+        s = value.to_s.dup.force_encoding(Encoding::UTF_8)
+        s.valid_encoding? ? s : s.scrub
       end
 
       # A frame's gem; nil for one with no file (`<internal:…>`, eval'd code).
