@@ -3,6 +3,7 @@
 require_relative "../test_helper"
 require_relative "../support/profile_app"
 require_relative "../../fixtures/rails_app"
+require_relative "../../lib/loadscan/profile/report"
 require "json"
 
 # The boot profile of a Rails 7.2 app (Fixtures::RailsApp) set up with loadscan as the README
@@ -66,7 +67,8 @@ class ProfileRailsTest < Minitest::Test
       assert(entries.any? { |e| e["kind"] == "load" && by_id.(e["parent"])["kind"] == "initializer" && e["parent"] == config.first["id"] },
              "the initializer's file is loaded under its entry")
 
-      assert_busygem_named(summary, entries, run.stderr, File.read("#{out}.html"), app)
+      report = Loadscan::Profile::Report.text(Loadscan::Profile::Tree.from_speedscope(JSON.parse(File.read("#{out}.json"))))
+      assert_busygem_named(summary, entries, report.join("\n"), File.read("#{out}.html"), app)
 
       problems = speedscope_problems("#{out}.json")
       assert_nil problems unless problems == :no_checker
@@ -74,12 +76,15 @@ class ProfileRailsTest < Minitest::Test
       top = entries.select { |e| %w[require require_relative load].include?(e["kind"]) }.max_by { |e| own(e) }
       assert_equal summary["features"].first["label"], top["label"]
       assert_equal [top["label"], top["gem"], page_ms(own(top))], first_entry(dom), "the page's first file is the profile's"
+      assert_match(%r{<tr class="call"><td class="label">Busygem\.work</td><td class="gem">busygem</td>}, dom, "the page's methods") if sampling?
     end
   end
 
   # The time the initializer spent in Busygem.work (sampled) is that method's, in the summary,
   # the JSON and the page's data; the initializer keeps its own few ms. (Samples need Ruby 3.3.)
   def assert_busygem_named(summary, entries, report, html, app)
+    return assert_empty(summary["calls"], "no samples before Ruby 3.3") unless sampling?
+
     own = Float(File.read(File.join(app, "tmp", "busygem_ms")))
     call = summary["calls"].find { |c| c["label"] == "Busygem.work" }
     refute_nil call, summary["calls"].first(5).inspect
@@ -94,6 +99,35 @@ class ProfileRailsTest < Minitest::Test
     assert_match(/Busygem\.work \[busygem\]/, report, "the report names it")
     assert_includes html, "Busygem.work [busygem]", "the page's data names it"
   end
+
+  # The production boot eager-loads TZInfo's zone data (ActiveSupport puts TZInfo among the
+  # namespaces Rails' eager_load! initializer loads): that time is TZInfo.eager_load!'s, in
+  # tzinfo, not the initializer's nor railties'.
+  def test_production_boot_names_tzinfo
+    with_files([]) do |dir|
+      app, env = rails_app(dir)
+      out = File.join(dir, "prod")
+      env = env.merge("RAILS_ENV" => "production", "SECRET_KEY_BASE_DUMMY" => "1")
+      run = run_ruby(file: Loadscan::TestSupport::EXE, args: ["--json", "profile", "--output", out], chdir: app, env: env, timeout: 300)
+      assert run.success?, run.stderr
+      summary = JSON.parse(run.stdout)
+      unless sampling?
+        assert_empty summary["calls"], "no samples before Ruby 3.3"
+        next
+      end
+      tz = summary["calls"].find { |c| c["label"] == "TZInfo.eager_load!" }
+      refute_nil tz, summary["calls"].first(5).inspect
+      assert_equal "tzinfo", tz["gem"]
+      assert_equal "App::Application: eager_load!", tz["from"]
+      files = summary["features"].select { |f| f["gem"] == "tzinfo" }.sum { |f| f["self_ms"] }
+      assert_operator tz["self_ms"], :>, files, "tzinfo's time is the zones it reads, not its files' loading"
+      eager = summary["initializers"].find { |e| e["label"] == "App::Application: eager_load!" }
+      assert_operator eager["self_ms"], :<, tz["self_ms"], "the initializer keeps its own time only"
+    end
+  end
+
+  # Whether this Ruby can take stack samples (rb_postponed_job_trigger: 3.3 and later).
+  def sampling? = Gem::Version.new(RUBY_VERSION) >= Gem::Version.new("3.3")
 
   # A Bootsnap-only app profiles with the entries a loadscan app has: Bootsnap's `require`
   # calls the one it wrapped again with the resolved path, which is no entry of its own.
