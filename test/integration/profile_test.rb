@@ -153,4 +153,27 @@ class ProfileTest < Minitest::Test
       end
     end
   end
+  # A file whose time is mostly GC (it keeps 200,000 objects and runs twenty full GCs): its own
+  # time without GC and its GC apart, in the tree, the ranking and the report.
+  def test_gc_is_apart_where_it_dominates_a_file
+    with_files([["lib/gcheavy.rb", "$keep = Array.new(200_000) { Object.new }\n20.times { GC.start }\n"], ["lib/light.rb", "$light = 1\n"]]) do |dir|
+      run = run_ruby!(<<~RUBY, loadscan: true)
+        $LOAD_PATH.unshift(#{File.join(dir, "lib").inspect})
+        require #{File.join(Loadscan::TestSupport::LIB, "loadscan/profile/report").inspect}
+        tree = Loadscan.profile { require "gcheavy"; require "light" }
+        heavy = tree.entries.find { |e| e.label == "gcheavy" }
+        report("heavy" => tree.to_h["entries"][heavy.id], "own" => Loadscan::Profile::Tree.own(heavy),
+               "ranked" => tree.features.map(&:label), "report" => Loadscan::Profile::Report.text(tree))
+      RUBY
+      r = run.report
+      heavy = r["heavy"]
+      # (GC's clock is the process's CPU time: on a loaded machine the wall time is longer)
+      assert_operator heavy["self_gc"], :>, heavy["self_cpu"] / 2, "GC is most of its CPU time: #{heavy.inspect}"
+      assert_in_delta heavy["self_wall"] - heavy["self_gc"], r["own"], 0.001
+      assert_equal %w[gcheavy light], r["ranked"]
+      line = r["report"].find { |l| l.include?("gcheavy [") }
+      assert_includes line, format("%.1f ms", r["own"]), "its own time without GC first"
+      assert_includes line, "(GC #{format("%.1f ms", heavy["self_gc"])};", "its GC beside"
+    end
+  end
 end
