@@ -216,8 +216,8 @@ module Loadscan
       end
       if !finished
         node[LABEL] = "#{node[LABEL]} (raised)"
-      elsif node[FILE].nil? && loaded_before && $LOADED_FEATURES.size > loaded_before
-        node[FILE] = $LOADED_FEATURES.last # provided once loaded: the last one is this call's
+      elsif node[FILE].nil? && loaded_before && $LOADED_FEATURES.size > loaded_before && node[KIND] != :phase
+        node[FILE] = $LOADED_FEATURES.last # provided once loaded: the last one is this call's (a phase loads many: none)
       end
       Phases.check if node[KIND] != :boot # what the file defined: Bundler, Rails' initializers
     end
