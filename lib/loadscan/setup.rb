@@ -3,6 +3,14 @@
 # The one line for config/boot.rb (after `require "bundler/setup"`):
 #
 #   require "loadscan/setup"
+
+# LOADSCAN_PROFILE=path: the boot is profiled from here, loadscan's own load on (README, "Boot
+# profile"); the recorder only, as `loadscan profile`'s profile/start.rb loads it.
+if ENV["LOADSCAN_PROFILE"]
+  require_relative "version"
+  require_relative "profile"
+  Loadscan::Profile.start_from_env(ENV["LOADSCAN_PROFILE"])
+end
 require_relative "../loadscan"
 
 Loadscan.setup
