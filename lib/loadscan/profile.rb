@@ -91,6 +91,7 @@ module Loadscan
       # that took since `started` (the profile's end).
       def write(tree, path, started = wall)
         require_relative "profile/report"
+        require_relative "profile/speedscope"
         if path.end_with?(".html")
           require_relative "profile/html"
           File.write(path, HTML.render(tree))
@@ -100,8 +101,9 @@ module Loadscan
         end
         written = format("loadscan: profile written to %s in %.1f ms", path, wall - started)
         $stderr.puts(Report.text(tree), written) unless ENV["LOADSCAN_PROFILE_PARENT"] # `loadscan profile` prints it
-      rescue SystemCallError, IOError => e
+      rescue SystemCallError, IOError, Speedscope::Unwritable => e
         warn_once(:write, "could not write the profile to #{path}: #{e.message}")
+        $stderr.puts(Report.text(tree)) if e.is_a?(Speedscope::Unwritable) && !ENV["LOADSCAN_PROFILE_PARENT"]
       end
 
       # One warning of each kind per process (Loadscan::Warnings would load the extension: the

@@ -176,4 +176,19 @@ class ProfileTest < Minitest::Test
       assert_includes line, "(GC #{format("%.1f ms", heavy["self_gc"])};", "its GC beside"
     end
   end
+  # LOADSCAN_PROFILE starts the profile in loadscan/setup (or Loadscan.setup): requiring
+  # loadscan alone loads nothing of it and writes nothing.
+  def test_requiring_loadscan_starts_no_profile
+    with_files([]) do |dir|
+      out = File.join(dir, "boot.json")
+      run = run_ruby!(<<~RUBY, loadscan: false, env: { "LOADSCAN_PROFILE" => out })
+        require #{File.join(Loadscan::TestSupport::LIB, "loadscan").inspect}
+        report("loaded" => $LOADED_FEATURES.grep(%r{/loadscan/profile}))
+      RUBY
+      assert_equal [], run.report["loaded"]
+      refute File.exist?(out), "no profile written"
+      run_ruby!(%(require #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}), loadscan: false, env: { "LOADSCAN_PROFILE" => out })
+      assert File.file?(out), "loadscan/setup starts it"
+    end
+  end
 end

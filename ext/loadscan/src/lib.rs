@@ -8,8 +8,8 @@
 //! - `state.rs`: every static and the one lock policy; `load_path.rs`: the `$LOAD_PATH` mirror;
 //! - `convert.rs`: every conversion of an answer, figure or problem to Ruby; `options.rs`:
 //!   `start`'s keywords; `hooks.rs`: the callables told what happens; `nogvl.rs`: the GVL; `ticker.rs`: the GC
-//!   deferral's clock; `profile.rs`: the boot profile's file, from its entries;
-//!   `sampler.rs`: the boot profile's stack samples.
+//!   deferral's clock; `profile/`: the boot profile's file, from its entries,
+//!   and its stack sampler.
 
 mod convert;
 mod decorator;
@@ -19,7 +19,6 @@ mod native;
 mod nogvl;
 mod options;
 mod profile;
-mod sampler;
 mod state;
 mod ticker;
 
@@ -51,9 +50,9 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("release_after_fork", function!(native::release_after_fork, 0))?;
     native.define_module_function("start_ticker", function!(|m: Value, ms: u64| ticker::start(m.as_raw(), ms), 2))?;
     native.define_module_function("stop_ticker", function!(ticker::stop, 0))?;
-    native.define_module_function("speedscope", function!(profile::speedscope, 3))?;
-    native.define_module_function("start_sampler", function!(sampler::start, 2))?;
-    native.define_module_function("stop_sampler", function!(sampler::stop, 0))?;
+    native.define_module_function("speedscope", function!(profile::speedscope::speedscope, 4))?;
+    native.define_module_function("start_sampler", function!(profile::sampler::start, 2))?;
+    native.define_module_function("stop_sampler", function!(profile::sampler::stop, 0))?;
     let decorator = native.define_module("Decorator")?;
     // Ractor-safe: called in any Ractor, it serves only the one that started loadscan and sends
     // the others to Ruby's own require (state.rs).
@@ -69,7 +68,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let symbol = |s: &str| ruby.to_symbol(s).as_value();
     native.const_set("CACHE_FILE", frozen(ruby, loadscan_core::CACHE_FILE))?;
     native.const_set("LAST_BOOT_FILE", frozen(ruby, loadscan_core::LAST_BOOT_FILE))?;
-    native.const_set("SPEEDSCOPE_VERSION", loadscan_core::SPEEDSCOPE_VERSION)?;
+    native.const_set("SPEEDSCOPE_VERSION", loadscan_profile::SPEEDSCOPE_VERSION)?;
     frozen_list(ruby, native, "VALIDATIONS", Validation::ALL.iter().map(|v| string(v.name())))?;
     frozen_list(ruby, native, "PROBLEM_KINDS", ProblemKind::ALL.iter().map(|k| symbol(k.name())))?;
     let quiet = ProblemKind::ALL.into_iter().filter(|k| !k.warns());

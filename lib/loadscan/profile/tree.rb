@@ -40,13 +40,13 @@ module Loadscan
         @entries = entries || build(nodes, samples)
       end
 
-      # How many stack samples the profile took (nil: none were taken, or it was read from a file).
-      attr_reader :samples
+      # How many stack samples the profile took (nil: none were taken).
+      attr_accessor :samples
 
       # The tree of a profile written as speedscope's JSON (Profile::Speedscope), parsed.
       def self.from_speedscope(doc)
         require_relative "speedscope"
-        new(doc.fetch("loadscan").fetch("name"), entries: Speedscope.entries(doc))
+        new(doc.fetch("loadscan").fetch("name"), entries: Speedscope.entries(doc)).tap { |t| t.samples = doc["loadscan"]["samples"] }
       end
 
       # The entries as Hashes (times rounded to the microsecond; none, mostly GC's, as 0).

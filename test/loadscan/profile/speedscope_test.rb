@@ -5,14 +5,16 @@ require_relative "../../../lib/loadscan/version"
 require_relative "../../../lib/loadscan/profile"
 require_relative "../../../lib/loadscan/profile/tree"
 require_relative "../../../lib/loadscan/profile/speedscope"
+require_relative "../../../lib/loadscan/native"
 require "json"
 
-# Profile::Speedscope in process: the document a Tree makes and the entries read back from it.
+# Profile::Speedscope in process: the document the extension writes of a Tree (its one
+# writer) and the entries read back from it.
 class ProfileSpeedscopeTest < Minitest::Test
   MS = 1_000_000
 
   def node(kind, label, file, parent, from, to, gc = 0)
-    [kind, label, file, parent, from * MS, from * MS / 2, from * 7, 0, nil, to * MS, to * MS / 2, to * 7, gc * MS]
+    [kind, label, file, parent, (from * MS).to_i, from * MS / 2, (from * 1000).to_i, 0, nil, (to * MS).to_i, to * MS / 2, (to * 1000).to_i, gc * MS]
   end
 
   def tree
@@ -26,8 +28,14 @@ class ProfileSpeedscopeTest < Minitest::Test
     Loadscan::Profile::Tree.new("ruby -e 1", nodes, samples: [samples.flatten.map(&:to_i), frames])
   end
 
+  def setup
+    assert Loadscan::Native.available?, "the extension for this Ruby (bin/test builds it): #{Loadscan::Native.load_error&.message}"
+  end
+
+  def document(tree) = JSON.parse(Loadscan::Profile::Speedscope.render(tree))
+
   def test_events_nest_as_the_entries_and_frames_are_shared_by_name_and_file
-    doc = Loadscan::Profile::Speedscope.document(tree)
+    doc = document(tree)
     names = doc["shared"]["frames"].map { |f| [f["name"], f["file"]] }
     assert_equal [["ruby -e 1", nil], ["json [json]", "/g/gems/json-2.7/lib/json.rb"], ["json/common [json]", "/g/gems/json-2.7/lib/json/common.rb"],
                   ["json [(other)]", "/h/json.rb"], ["JSON.dump [json]", "/g/gems/json-2.7/lib/json/common.rb"]], names
@@ -36,11 +44,13 @@ class ProfileSpeedscopeTest < Minitest::Test
                   ["O", 3, 7000], ["O", 4, 7000], ["C", 4, 8000], ["C", 3, 8000], ["C", 0, 10_000]], events
     assert_equal %w[boot require require require load call], doc["loadscan"]["kind"]
     assert_equal 1000, doc["loadscan"]["gc"][0]
+    assert_equal 1, doc["loadscan"]["samples"]
+    refute_includes Loadscan::Profile::Speedscope.render(Loadscan::Profile::Tree.new("x", [node(:boot, "x", nil, nil, 0, 1)])), "samples"
   end
 
   def test_entries_read_back_as_written
     written = tree
-    read = Loadscan::Profile::Speedscope.entries(JSON.parse(JSON.generate(Loadscan::Profile::Speedscope.document(written))))
+    read = Loadscan::Profile::Speedscope.entries(document(written))
     assert_equal written.entries.map { |e| [e.id, e.parent, e.kind, e.label, e.file, e.gem, e.allocated, e.self_allocated, e.children] },
                  read.map { |e| [e.id, e.parent, e.kind, e.label, e.file, e.gem, e.allocated, e.self_allocated, e.children] }
     written.entries.zip(read).each do |w, r|
@@ -49,7 +59,7 @@ class ProfileSpeedscopeTest < Minitest::Test
   end
 
   def test_another_version_is_refused
-    doc = Loadscan::Profile::Speedscope.document(tree)
+    doc = document(tree)
     doc["loadscan"]["version"] = Loadscan::Profile::Speedscope::VERSION + 1
     assert_raises(ArgumentError) { Loadscan::Profile::Speedscope.entries(doc) }
   end
