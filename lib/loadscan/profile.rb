@@ -46,8 +46,8 @@ module Loadscan
 
       # Starts recording from now (one profile at a time).
       def start(name:, startup: false)
-        require_relative "profile/hooks"
-        require_relative "profile/sampler"
+        require_relative "profile/boot/hooks"
+        require_relative "profile/boot/sampler"
         Sampler.native # the extension loaded before the profile starts (none of its time)
         profile = new(name: name, startup: startup)
         Hooks.attach
@@ -107,7 +107,7 @@ module Loadscan
       end
 
       # One warning of each kind per process (Loadscan::Warnings would load the extension: the
-      # profile starts before it, from profile/start.rb).
+      # profile starts before it, from profile/boot/start.rb).
       def warn_once(kind, message)
         (@warned ||= {})[kind] ||= Kernel.warn("loadscan: #{message}", uplevel: nil) || true
       end

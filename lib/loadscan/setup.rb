@@ -5,7 +5,7 @@
 #   require "loadscan/setup"
 
 # LOADSCAN_PROFILE=path: the boot is profiled from here, loadscan's own load on (README, "Boot
-# profile"); the recorder only, as `loadscan profile`'s profile/start.rb loads it.
+# profile"); the recorder only, as `loadscan profile`'s profile/boot/start.rb loads it.
 if ENV["LOADSCAN_PROFILE"]
   require_relative "version"
   require_relative "profile"

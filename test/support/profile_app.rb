@@ -108,7 +108,7 @@ module Loadscan
       # process writes its clock at its very end to that file (its first at_exit registered, so
       # the last run, after the profile's). [spawned at (ms), status, stderr].
       def spawn_profiled(env, cmd, chdir:, path:, mark_last: nil)
-        start = File.join(LIB, "loadscan", "profile", "start.rb")
+        start = File.join(LIB, "loadscan", "profile", "boot", "start.rb")
         rubyopt = "-r#{start}"
         if mark_last
           marker = File.join(File.dirname(mark_last), "mark_end.rb")

@@ -4,16 +4,16 @@ require "rbconfig"
 require "tmpdir"
 require "json"
 require_relative "../profile"
-require_relative "tree"
-require_relative "report"
-require_relative "html"
+require_relative "../profile/tree"
+require_relative "../profile/report"
+require_relative "../profile/html"
 
 module Loadscan
   class Profile
-    # `loadscan profile [-- COMMAND]`: runs the app's boot (COMMAND, or the boot `doctor` runs:
+    # `loadscan profile [-- COMMAND]` (in cli/: a command's, never loaded by a boot): runs the app's boot (COMMAND, or the boot `doctor` runs:
     # `bin/rails runner nil` in a Rails app, else config/boot.rb or bundler/setup then
     # `Bundler.require`) in the app's directory with LOADSCAN_PROFILE set and the recorder
-    # loaded first (`RUBYOPT=-r…/profile/start.rb`), then prints the summary and writes the
+    # loaded first (`RUBYOPT=-r…/profile/boot/start.rb`), then prints the summary and writes the
     # speedscope JSON and the HTML page (`--output BASE`: BASE.json and BASE.html; by default
     # tmp/loadscan-profile.* in the app).
     class Command
@@ -101,7 +101,7 @@ module Loadscan
       end
 
       def child_env
-        start = File.expand_path("start.rb", __dir__)
+        start = File.expand_path("../profile/boot/start.rb", __dir__)
         { "LOADSCAN_PROFILE" => @json_path, "LOADSCAN_PROFILE_PARENT" => Process.pid.to_s,
           "RUBYOPT" => "-r#{start} #{@env["RUBYOPT"]}".strip }
       end

@@ -29,7 +29,7 @@ module Loadscan
       end
 
       def native
-        require_relative "../native" unless defined?(::Loadscan::Native.available?)
+        require_relative "../../native" unless defined?(::Loadscan::Native.available?)
         ::Loadscan::Native.available? && ::Loadscan::Native.respond_to?(:start_sampler) ? ::Loadscan::Native : nil
       rescue LoadError
         nil

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../kernel_watch"
+require_relative "../../kernel_watch"
 
 module Loadscan
   class Profile
