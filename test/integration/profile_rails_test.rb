@@ -67,7 +67,8 @@ class ProfileRailsTest < Minitest::Test
       assert(entries.any? { |e| e["kind"] == "load" && by_id.(e["parent"])["kind"] == "initializer" && e["parent"] == config.first["id"] },
              "the initializer's file is loaded under its entry")
 
-      report = Loadscan::Profile::Report.text(Loadscan::Profile::Tree.from_speedscope(JSON.parse(File.read("#{out}.json"))))
+      # (every method: on a loaded machine others can outrank its 100 ms)
+      report = Loadscan::Profile::Report.text(Loadscan::Profile::Tree.from_speedscope(JSON.parse(File.read("#{out}.json"))), top: 100_000)
       assert_busygem_named(summary, entries, report.join("\n"), File.read("#{out}.html"), app)
 
       problems = speedscope_problems("#{out}.json")
