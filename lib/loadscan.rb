@@ -325,10 +325,12 @@ module Loadscan
     end
 
     # What this boot adds to its figures in its record (the extension adds what the cache did):
-    # when, which program, which Ruby, whether `require` reached loadscan at exit, and its GC.
+    # when, which program, which Ruby, its environment (RAILS_ENV, RACK_ENV: nil when unset),
+    # whether `require` reached loadscan at exit, and its GC.
     def boot_fields
       { at: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), pid: Process.pid, program: $PROGRAM_NAME.to_s,
-        ruby: RUBY_VERSION, engaged: CoreExt.engaged?, gc: BootGC.figures }
+        ruby: RUBY_VERSION, environment: { "RAILS_ENV" => ENV["RAILS_ENV"], "RACK_ENV" => ENV["RACK_ENV"] },
+        engaged: CoreExt.engaged?, gc: BootGC.figures }
     end
 
     # The LOADSCAN_STATS=1 line: this boot's figures, as `loadscan stats` shows the last boot's.
