@@ -99,8 +99,9 @@ module Loadscan
           require_relative "profile/speedscope"
           File.write(path, Speedscope.render(tree))
         end
-        written = format("loadscan: profile written to %s in %.1f ms", path, wall - started)
-        $stderr.puts(Report.text(tree), written) unless ENV["LOADSCAN_PROFILE_PARENT"] # `loadscan profile` prints it
+        summary = Report.text(tree) unless ENV["LOADSCAN_PROFILE_PARENT"] # `loadscan profile` prints it
+        written = format("loadscan: profile written to %s in %.1f ms", path, wall - started) # (the summary made too)
+        $stderr.puts(summary, written) if summary
       rescue SystemCallError, IOError, Speedscope::Unwritable => e
         warn_once(:write, "could not write the profile to #{path}: #{e.message}")
         $stderr.puts(Report.text(tree)) if e.is_a?(Speedscope::Unwritable) && !ENV["LOADSCAN_PROFILE_PARENT"]
