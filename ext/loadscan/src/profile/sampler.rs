@@ -46,6 +46,9 @@ const CLOCK_PROCESS_CPUTIME_ID: c_int = 2;
 const DEPTH: usize = 512;
 /// The Ruby frames kept per sample at most: the outermost above the boundary.
 const KEEP: usize = 48;
+/// The buffer's size at most (32 MiB of VALUEs: some 100,000 samples): a profile that records
+/// for hours (LOADSCAN_PROFILE on a server) keeps its first.
+const MAX_VALUES: usize = 1 << 22;
 const INVALID_HANDLE: c_uint = c_uint::MAX;
 const QNIL: VALUE = rb_sys::Qnil as VALUE;
 
@@ -110,8 +113,8 @@ unsafe extern "C" fn job(_: *mut c_void) {
         ruby[count] = frame;
         count += 1;
     }
-    if !found {
-        return; // outside any entry's hook (the boot's own code), or deeper than DEPTH
+    if !found || rb_sys::RARRAY_LEN(BUFFER) as usize > MAX_VALUES {
+        return; // outside any entry's hook (the boot's own code), deeper than DEPTH, or full
     }
     let kept = &ruby[count.saturating_sub(KEEP)..count];
     let wall = clock(CLOCK_MONOTONIC);
