@@ -1,7 +1,12 @@
 # frozen_string_literal: true
 
 # loadscan: a load-path cache for Ruby's `require`, with a Rust core.
-#
+
+# Loaded already from another copy of this version: config/loadscan_boot.rb set loadscan up
+# before Bundler from the copy Gemfile.lock names, and Bundler's load path holds another one (the
+# same version installed twice). The first stays; a second would define everything again.
+return if defined?(::Loadscan) && ::Loadscan.respond_to?(:setup)
+
 # The table of contents, in load order:
 require_relative "loadscan/version"
 require_relative "loadscan/native"
@@ -73,6 +78,7 @@ module Loadscan
       CoreExt::LoadPath.attach
       CoreExt::Fork.attach
       install_at_exit_save
+      @before_bundler = !defined?(::Bundler)
       @active = true
       start_boot_gc(@config, last_boot)
       CoreExt.check
@@ -125,10 +131,12 @@ module Loadscan
     # require) and `left_to_ruby` (those by reason: `unsure_miss`, a miss the index cannot be
     # sure of; `not_feature`, absolute or `./` paths; `not_string`; `loaded` under another
     # spelling or being loaded; `blind_spot`; `unavailable`), `engaged` (see engaged?), `bootsnap_load_path_cache` (see bootsnap), entries
-    # scanned, features indexed, timings.
+    # scanned, features indexed, timings, and `setup_before_bundler` (set up before Bundler was
+    # loaded: at config/boot.rb's first line, config/loadscan_boot.rb).
     def stats
       stats = active? ? Native.stats : nil
-      stats&.merge(engaged: CoreExt.engaged?, bootsnap_load_path_cache: @bootsnap, gc: BootGC.figures)
+      stats&.merge(engaged: CoreExt.engaged?, bootsnap_load_path_cache: @bootsnap, gc: BootGC.figures,
+                   setup_before_bundler: @before_bundler)
     end
 
     # Everything the scanner worked around, as `[kind, message]` pairs (`:loop`, `:unreadable`,

@@ -12,7 +12,7 @@ module Loadscan
     # checkout pulled without `rake compile`) and is not used: loadscan stays off with one
     # warning. (native_test checks these lists against what the extension defines.)
     FUNCTIONS = %i[start stop save finish set_readonly relist_racy read_last_boot clear_cache lookup problems stats
-                   probes explain stems unseeded_hash hold_for_fork release_after_fork start_ticker stop_ticker
+                   probes explain stems unseeded_hash hold_for_fork release_after_fork start_ticker stop_ticker ticker_state
                    speedscope start_sampler stop_sampler].freeze
     CONSTANTS = %i[Decorator PROBE CACHE_FILE LAST_BOOT_FILE VALIDATIONS PROBLEM_KINDS QUIET_PROBLEM_KINDS SPEEDSCOPE_VERSION].freeze
 

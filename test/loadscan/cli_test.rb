@@ -52,7 +52,7 @@ class CLITest < Minitest::Test
     assert_equal loadscan("-h", cache: "/nonexistent")[0], out
     assert_equal ["loadscan #{Loadscan::VERSION}\n", "", 0], loadscan("--version", cache: "/x").then { |o, e, s| [o, e, s.exitstatus] }
     {
-      %w[bogus] => /unknown command "bogus" \(commands: doctor, explain, lookup, build, verify, stats, problems, clear, profile, install\)/,
+      %w[bogus] => /unknown command "bogus" \(commands: doctor, explain, lookup, build, verify, stats, problems, clear, profile, install, uninstall\)/,
       %w[--bogus stats] => /invalid option: --bogus/,
       [] => /no command given/,
       %w[explain] => /explain needs at least one FEATURE/,
@@ -367,8 +367,8 @@ class CLITest < Minitest::Test
   def test_usage_errors_in_process
     {
       [] => "no command given",
-      %w[bogus] => 'unknown command "bogus" (commands: doctor, explain, lookup, build, verify, stats, problems, clear, profile, install)',
-      %w[--json Lookup a] => 'unknown command "Lookup" (commands: doctor, explain, lookup, build, verify, stats, problems, clear, profile, install)',
+      %w[bogus] => 'unknown command "bogus" (commands: doctor, explain, lookup, build, verify, stats, problems, clear, profile, install, uninstall)',
+      %w[--json Lookup a] => 'unknown command "Lookup" (commands: doctor, explain, lookup, build, verify, stats, problems, clear, profile, install, uninstall)',
       %w[--bogus stats] => "invalid option: --bogus",
       %w[-X stats] => "invalid option: -X",
       %w[-I] => "missing argument: -I",

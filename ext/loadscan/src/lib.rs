@@ -48,8 +48,15 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("unseeded_hash", function!(native::unseeded_hash, 1))?;
     native.define_module_function("hold_for_fork", function!(native::hold_for_fork, 0))?;
     native.define_module_function("release_after_fork", function!(native::release_after_fork, 0))?;
-    native.define_module_function("start_ticker", function!(|m: Value, ms: u64| ticker::start(m.as_raw(), ms), 2))?;
-    native.define_module_function("stop_ticker", function!(ticker::stop, 0))?;
+    native.define_module_function(
+        "start_ticker",
+        function!(
+            |gc: Value, loadscan: Value, limits: ticker::Limits| ticker::start(gc.as_raw(), loadscan.as_raw(), limits),
+            3
+        ),
+    )?;
+    native.define_module_function("stop_ticker", function!(|| ticker_state(ticker::stop()), 0))?;
+    native.define_module_function("ticker_state", function!(|| ticker_state(ticker::state()), 0))?;
     native.define_module_function("speedscope", function!(profile::speedscope::speedscope, 4))?;
     native.define_module_function("start_sampler", function!(profile::sampler::start, 2))?;
     native.define_module_function("stop_sampler", function!(profile::sampler::stop, 0))?;
@@ -88,4 +95,9 @@ fn frozen_list(ruby: &Ruby, module: RModule, name: &str, values: impl Iterator<I
     let list = ruby.ary_from_iter(values.inspect(|v| v.freeze()));
     list.freeze();
     module.const_set(name, list)
+}
+
+/// `[budget runs, the end the tick made or nil]` (ticker.rs).
+fn ticker_state((runs, ended): (u64, rb_sys::VALUE)) -> (u64, Value) {
+    (runs, unsafe { <Value as magnus::rb_sys::FromRawValue>::from_raw(ended) })
 }
