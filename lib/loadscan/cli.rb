@@ -202,7 +202,7 @@ module Loadscan
 
     def cmd_build(_args)
       start(write: true, lazy: false)
-      settle
+      relist_racy
       result = Loadscan.save
       # Read-only from here: the exit writes neither the cache again nor a last boot's record
       # (this is no boot of the app's; `loadscan stats` shows the app's own last boot).
@@ -219,7 +219,7 @@ module Loadscan
     # Directories changed just before the build (a Docker `COPY`) are racy: a boot would list
     # them again, every boot of a cache only ever read. Waits out their window (about a second
     # after the last change) and lists them again, so the cache written is used whole.
-    def settle
+    def relist_racy
       while (wait = Native.relist_racy)
         sleep(wait)
       end

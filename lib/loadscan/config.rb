@@ -57,7 +57,9 @@ module Loadscan
     attr_reader :gc
     # Directory names and absolute paths the scanner never lists (LOADSCAN_IGNORE_DIRS).
     attr_reader :ignore_names, :ignore_paths
-    IGNORE_DEFAULT = %w[node_modules].freeze
+    # The core's defaults (its ScanOptions; none without the extension: setup then does nothing).
+    IGNORE_DEFAULT = Native.available? ? Native::DEFAULT_IGNORE_DIRS : [].freeze
+    LAZY_DEFAULT = Native.available? ? Native::DEFAULT_LAZY : true
     # What was wrong with the settings, one message each (Loadscan.setup warns once with them).
     attr_reader :problems
 
@@ -78,7 +80,7 @@ module Loadscan
       @threads = threads_setting(threads)
       @validate = validate_setting(validate)
       @readonly = readonly.nil? ? flag("LOADSCAN_READONLY", false) : readonly
-      @lazy = lazy.nil? ? flag("LOADSCAN_LAZY", true) : lazy
+      @lazy = lazy.nil? ? flag("LOADSCAN_LAZY", LAZY_DEFAULT) : lazy
       @stats = stats.nil? ? flag("LOADSCAN_STATS", false) : stats
       @gc = gc.nil? ? gc_setting : gc
       cache = flag("LOADSCAN_CACHE", true) if cache.nil?
