@@ -33,6 +33,10 @@ module Loadscan
     def setup(**options)
       return reconfigure(options) if @active
 
+      # LOADSCAN_PROFILE=path: the boot is profiled from here at the latest (loadscan/setup
+      # starts it before loading loadscan; README, "Boot profile"). Requiring loadscan starts nothing.
+      Profile.start_from_env(ENV["LOADSCAN_PROFILE"]) if ENV["LOADSCAN_PROFILE"] || ENV["LOADSCAN_PROFILE_EXEC"]
+
       bootsnap_load_path_cache(engaged = engage(options))
       engaged
     end
@@ -346,7 +350,3 @@ module Loadscan
     end
   end
 end
-
-# LOADSCAN_PROFILE=path: the boot is profiled from here, loadscan's own load (README, "Boot profile");
-# LOADSCAN_PROFILE_EXEC: a profiled process `exec`ed this one.
-Loadscan::Profile.start_from_env(ENV["LOADSCAN_PROFILE"]) if ENV["LOADSCAN_PROFILE"] || ENV["LOADSCAN_PROFILE_EXEC"]

@@ -344,7 +344,7 @@ module Loadscan
     end
 
     def cmd_profile(command)
-      require_relative "profile/command"
+      require_relative "cli/profile_command"
       profile = Profile::Command.new(app: App.nearest || Dir.pwd, command: command, output: @output,
                                      timeout: @timeout, env: @env)
       profile.run

@@ -7,7 +7,7 @@
 //! with `$LOAD_PATH` (any [`Entries`] source: the binding's reads the Ruby array) before each
 //! question, *finds* each feature ([`Session::find`]: an [`Answer`], or the [`Reason`] Ruby's
 //! own search must answer), and writes the cache and the last boot's record at exit
-//! ([`Session::finish`]). A profiled boot writes its profile with [`speedscope_json`].
+//! ([`Session::finish`]).
 //!
 //! ```no_run
 //! use loadscan_core::{Entries, Entry, InPlace, Session, Settings, SyncPolicy};
@@ -45,7 +45,6 @@ pub use index::{
     resolve, Answer, Explanation, FoundFile, Hint, LazyStats, Reason, RecentPaths, Resolved, SyncPolicy, Want, PROBE,
 };
 pub use load_path::{Entries, Entry, SyncError};
-pub use profile::{speedscope_json, ProfileEntry, SPEEDSCOPE_VERSION};
 pub use scan::{Kind, ProblemKind, ScanOptions};
 pub use session::{
     Counters, Figure, Finished, Json, Pending, Problem, Requires, Rescan, Saved, Session, Settings, Started, Stats,
@@ -75,8 +74,10 @@ mod blocking;
 mod hash;
 mod index;
 mod json;
+/// JSON's string escape, as Ruby's JSON writes it (the boot profile's writer uses it too).
+#[doc(hidden)]
+pub use json::string as json_string;
 mod load_path;
-mod profile;
 mod relpath;
 mod scan;
 mod session;

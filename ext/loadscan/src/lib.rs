@@ -8,7 +8,8 @@
 //! - `state.rs`: every static and the one lock policy; `load_path.rs`: the `$LOAD_PATH` mirror;
 //! - `convert.rs`: every conversion of an answer, figure or problem to Ruby; `options.rs`:
 //!   `start`'s keywords; `hooks.rs`: the callables told what happens; `nogvl.rs`: the GVL; `ticker.rs`: the GC
-//!   deferral's clock; `profile.rs`: the boot profile's file, from its entries.
+//!   deferral's clock; `profile/`: the boot profile's file, from its entries,
+//!   and its stack sampler.
 
 mod convert;
 mod decorator;
@@ -19,6 +20,7 @@ mod nogvl;
 mod options;
 mod profile;
 mod state;
+mod sys;
 mod ticker;
 
 use loadscan_core::{ProblemKind, ScanOptions, Validation};
@@ -56,7 +58,9 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     )?;
     native.define_module_function("stop_ticker", function!(|| ticker_state(ticker::stop()), 0))?;
     native.define_module_function("ticker_state", function!(|| ticker_state(ticker::state()), 0))?;
-    native.define_module_function("speedscope", function!(profile::speedscope, 3))?;
+    native.define_module_function("speedscope", function!(profile::speedscope::speedscope, 4))?;
+    native.define_module_function("start_sampler", function!(profile::sampler::start, 2))?;
+    native.define_module_function("stop_sampler", function!(profile::sampler::stop, 0))?;
     native.define_module_function("copy_xattrs", function!(native::copy_xattrs, 2))?;
     let decorator = native.define_module("Decorator")?;
     // Ractor-safe: called in any Ractor, it serves only the one that started loadscan and sends
@@ -73,7 +77,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let symbol = |s: &str| ruby.to_symbol(s).as_value();
     native.const_set("CACHE_FILE", frozen(ruby, loadscan_core::CACHE_FILE))?;
     native.const_set("LAST_BOOT_FILE", frozen(ruby, loadscan_core::LAST_BOOT_FILE))?;
-    native.const_set("SPEEDSCOPE_VERSION", loadscan_core::SPEEDSCOPE_VERSION)?;
+    native.const_set("SPEEDSCOPE_VERSION", loadscan_profile::SPEEDSCOPE_VERSION)?;
     frozen_list(ruby, native, "VALIDATIONS", Validation::ALL.iter().map(|v| string(v.name())))?;
     // The core's scan defaults, which `Loadscan::Config` reads instead of spelling them again.
     let defaults = ScanOptions::default();
