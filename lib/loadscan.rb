@@ -72,6 +72,7 @@ module Loadscan
       @active = true
       start_boot_gc(@config, last_boot)
       CoreExt.check
+      start_compile_cache(@config)
       true
     end
 
@@ -81,6 +82,14 @@ module Loadscan
     # not set up).
     def booted!
       active? && end_boot(:booted)
+    end
+
+    # loadscan's compile cache (README, "Compile cache"), where the settings keep it on.
+    private def start_compile_cache(config)
+      return unless config.compile_cache
+
+      require_relative "loadscan/compile_cache"
+      CompileCache.start(config)
     end
 
     # The end of the boot (`why`: :booted, or :rails from the railtie's after_initialize): GC
@@ -124,7 +133,8 @@ module Loadscan
     # scanned, features indexed, timings.
     def stats
       stats = active? ? Native.stats : nil
-      stats&.merge(engaged: CoreExt.engaged?, bootsnap_load_path_cache: @bootsnap, gc: BootGC.figures)
+      stats&.merge(engaged: CoreExt.engaged?, bootsnap_load_path_cache: @bootsnap, gc: BootGC.figures,
+                   compile_cache: defined?(CompileCache) ? CompileCache.stats : nil)
     end
 
     # Everything the scanner worked around, as `[kind, message]` pairs (`:loop`, `:unreadable`,
@@ -304,6 +314,7 @@ module Loadscan
 
         CoreExt.recheck
         BootGC.finish(:exit)
+        CompileCache.finish if defined?(CompileCache)
         finish_session
       end
     end
