@@ -130,7 +130,9 @@ module Loadscan
     # require) and `left_to_ruby` (those by reason: `unsure_miss`, a miss the index cannot be
     # sure of; `not_feature`, absolute or `./` paths; `not_string`; `loaded` under another
     # spelling or being loaded; `blind_spot`; `unavailable`), `engaged` (see engaged?), `bootsnap_load_path_cache` (see bootsnap), entries
-    # scanned, features indexed, timings.
+    # scanned, features indexed, timings; `compile_cache` (nil when off): `hits` (files served
+    # from it), `misses` (compiled by Ruby, kept for the next boot), `bypasses` (left to Ruby
+    # unasked: coverage, an unreadable file), `bytes_read`, `bytes_written`, `entries`, `pending`.
     def stats
       stats = active? ? Native.stats : nil
       stats&.merge(engaged: CoreExt.engaged?, bootsnap_load_path_cache: @bootsnap, gc: BootGC.figures,
@@ -335,7 +337,8 @@ module Loadscan
     # when, which program, which Ruby, whether `require` reached loadscan at exit, and its GC.
     def boot_fields
       { at: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), pid: Process.pid, program: $PROGRAM_NAME.to_s,
-        ruby: RUBY_VERSION, engaged: CoreExt.engaged?, gc: BootGC.figures }
+        ruby: RUBY_VERSION, engaged: CoreExt.engaged?, gc: BootGC.figures,
+        compile_cache: defined?(CompileCache) ? CompileCache.stats : nil }
     end
 
     # The LOADSCAN_STATS=1 line: this boot's figures, as `loadscan stats` shows the last boot's.
@@ -343,7 +346,8 @@ module Loadscan
       return "loadscan: stopped" unless figures
 
       record = fields.merge(figures).transform_keys(&:to_s)
-      "loadscan: #{LastBoot.describe(record, who: false)}; #{LastBoot.describe_gc(fields[:gc])}"
+      cc = LastBoot.describe_compile_cache(fields[:compile_cache])
+      "loadscan: #{LastBoot.describe(record, who: false)}; #{LastBoot.describe_gc(fields[:gc])}#{"; #{cc}" if cc}"
     end
   end
 end

@@ -104,6 +104,7 @@ module Loadscan
       lines << "settings: #{report["settings"]&.map { |k, v| "#{k}=#{v}" }&.join(", ")}"
       lines << "last boot: #{report["last_boot"] ? LastBoot.describe(report["last_boot"]) : "none recorded yet"}"
       lines << "last boot's #{LastBoot.describe_gc(report["last_boot"]["gc"])}" if report.dig("last_boot", "gc")
+      (cc = LastBoot.describe_compile_cache(report.dig("last_boot", "compile_cache"))) && lines << "last boot's #{cc}"
       lines.concat(GCAdvice.text(report["gc_settings"]))
       (report["notes"] || []).each { |n| lines << "note: #{n}" }
       if report["problems"].empty?
