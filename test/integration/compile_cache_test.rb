@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../test_helper"
+require_relative "../support/iseqs"
 
 # loadscan's compile cache (README, "Compile cache"), in real processes against stock Ruby: what a
 # warm boot is served is the instruction sequence Ruby compiles now, and every case where a
@@ -15,14 +16,16 @@ class CompileCacheTest < Minitest::Test
   # first line: stock) or, with loadscan, for each loaded file the compile cache holds now (the
   # entry `load_iseq` serves: the same bytes a warm require got).
   STOCK_ISEQS = <<~RUBY
+    #{Loadscan::TestSupport::Iseqs::PLAIN}
     $compiled = {}
-    TracePoint.new(:script_compiled) { |tp| i = tp.instruction_sequence; $compiled[i.path] = i.to_a if tp.eval_script.nil? }.enable
+    TracePoint.new(:script_compiled) { |tp| i = tp.instruction_sequence; $compiled[i.path] = [i.disasm, LoadscanIseqs.plain(i.to_a)] if tp.eval_script.nil? }.enable
     at_exit { File.binwrite(ENV.fetch("ISEQS"), Marshal.dump($compiled)) }
   RUBY
   SERVED_ISEQS = <<~RUBY
+    #{Loadscan::TestSupport::Iseqs::PLAIN}
     compile_cache = Loadscan.stats[:compile_cache].dup
     served = {}
-    $LOADED_FEATURES.grep(/\\.rb\\z/).each { |f| i = RubyVM::InstructionSequence.load_iseq(f); served[f] = i.to_a if i }
+    $LOADED_FEATURES.grep(/\\.rb\\z/).each { |f| i = RubyVM::InstructionSequence.load_iseq(f); served[f] = [i.disasm, LoadscanIseqs.plain(i.to_a)] if i }
     File.binwrite(ENV.fetch("ISEQS"), Marshal.dump(served))
     File.binwrite(ENV.fetch("ISEQS") + ".stats", Marshal.dump(compile_cache))
   RUBY
@@ -52,6 +55,7 @@ class CompileCacheTest < Minitest::Test
     warm = run_ruby!("#{code}\n#{SERVED_ISEQS}", loadscan: true, ruby_opts: opts,
                            env: env.merge("LOADSCAN_CACHE_DIR" => "#{tmp}/cache", "ISEQS" => "#{tmp}/served.bin"))
     stock = run_ruby!(code, loadscan: false, ruby_opts: opts + ["-r#{tmp}/stock.rb"], env: env.merge("ISEQS" => "#{tmp}/stock.bin"))
+    run_ruby!(code, loadscan: false, ruby_opts: opts + ["-r#{tmp}/stock.rb"], env: env.merge("ISEQS" => "#{tmp}/again.bin"))
     [warm, stock]
   end
 
@@ -59,7 +63,8 @@ class CompileCacheTest < Minitest::Test
     served = Marshal.load(File.binread("#{tmp}/served.bin")) # rubocop:disable Security/MarshalLoad
     stock = Marshal.load(File.binread("#{tmp}/stock.bin")) # rubocop:disable Security/MarshalLoad
     assert_operator served.size, :>=, min, "#{opts}: #{served.size} files served"
-    differ = served.keys.reject { |path| served[path] == stock[path] }
+    again = Marshal.load(File.binread("#{tmp}/again.bin")) # rubocop:disable Security/MarshalLoad
+    differ = Loadscan::TestSupport::Iseqs.differ(served, stock, again)
     assert_empty differ, "#{opts}: served iseqs differ from Ruby's compile"
   end
 
