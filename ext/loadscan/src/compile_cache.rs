@@ -120,8 +120,9 @@ pub fn stop() {
 }
 
 /// The warning state as a bit number below 64: `$VERBOSE` (nil 0, false 1, true 2) and one bit
-/// per `Warning` category given at start (at most four), enabled or not.
-fn warning_state(ruby: &Ruby) -> Result<u32, Error> {
+/// per `Warning` category given at start, enabled or not; `None` when a category past the
+/// fourth is enabled (no bit for it: the load is left to Ruby).
+fn warning_state(ruby: &Ruby) -> Result<Option<u32>, Error> {
     let verbose = unsafe { *rb_sys::rb_ruby_verbose_ptr() };
     let level = if verbose == rb_sys::Qnil as rb_sys::VALUE {
         0
@@ -134,13 +135,16 @@ fn warning_state(ruby: &Ruby) -> Result<u32, Error> {
     let warning: Value = refs.entry(1)?;
     let categories: RArray = refs.entry(2)?;
     let mut state = level;
-    for (i, cat) in categories.into_iter().take(4).enumerate() {
+    for (i, cat) in categories.into_iter().enumerate() {
         let on: Value = warning.funcall(LazyId::get_inner_with(&AREF, ruby), (cat,))?;
         if on.to_bool() {
+            if i >= 4 {
+                return Ok(None);
+            }
             state |= 4 << i;
         }
     }
-    Ok(state)
+    Ok(Some(state))
 }
 
 /// Whether coverage is measuring (then nothing is served or kept: Ruby compiles with it).
@@ -196,7 +200,7 @@ pub fn load_iseq(ruby: &Ruby, _rb_self: Value, path: Value) -> Result<Value, Err
     let Some(source) = compile_cache::read_source(&path) else { return bypass(ruby) };
     let id = Id { hash: source.hash, flags: FLAGS.load(Ordering::Relaxed) };
     let key = compile_cache::key(&path, &source.realpath);
-    let wstate = warning_state(ruby)?;
+    let Some(wstate) = warning_state(ruby)? else { return bypass(ruby) };
     let mut damaged = false;
     let blob = {
         let Some(mut guard) = lock() else { return bypass(ruby) };
