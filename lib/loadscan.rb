@@ -1,7 +1,12 @@
 # frozen_string_literal: true
 
 # loadscan: a load-path cache for Ruby's `require`, with a Rust core.
-#
+
+# Loaded already from another copy of this version: config/loadscan_boot.rb set loadscan up
+# before Bundler from the copy Gemfile.lock names, and Bundler's load path holds another one (the
+# same version installed twice). The first stays; a second would define everything again.
+return if defined?(::Loadscan) && ::Loadscan.respond_to?(:setup)
+
 # The table of contents, in load order:
 require_relative "loadscan/version"
 require_relative "loadscan/native"
@@ -69,6 +74,7 @@ module Loadscan
       CoreExt::LoadPath.attach
       CoreExt::Fork.attach
       install_at_exit_save
+      @before_bundler = !defined?(::Bundler)
       @active = true
       start_boot_gc(@config, last_boot)
       CoreExt.check
@@ -130,13 +136,15 @@ module Loadscan
     # require) and `left_to_ruby` (those by reason: `unsure_miss`, a miss the index cannot be
     # sure of; `not_feature`, absolute or `./` paths; `not_string`; `loaded` under another
     # spelling or being loaded; `blind_spot`; `unavailable`), `engaged` (see engaged?), `bootsnap_load_path_cache` (see bootsnap), entries
-    # scanned, features indexed, timings; `compile_cache` (nil when off): `hits` (files served
-    # from it), `misses` (compiled by Ruby, kept for the next boot), `bypasses` (left to Ruby
-    # unasked: coverage, an unreadable file), `bytes_read`, `bytes_written`, `entries`, `pending`.
+    # scanned, features indexed, timings, `setup_before_bundler` (set up before Bundler was
+    # loaded: at config/boot.rb's first line, config/loadscan_boot.rb), and `compile_cache` (nil
+    # when off): `hits` (files served from it), `misses` (compiled by Ruby, kept for the next
+    # boot), `bypasses` (left to Ruby unasked: coverage, an unreadable file), `bytes_read`,
+    # `bytes_written`, `entries`, `pending`.
     def stats
       stats = active? ? Native.stats : nil
       stats&.merge(engaged: CoreExt.engaged?, bootsnap_load_path_cache: @bootsnap, gc: BootGC.figures,
-                   compile_cache: defined?(CompileCache) ? CompileCache.stats : nil)
+                   setup_before_bundler: @before_bundler, compile_cache: defined?(CompileCache) ? CompileCache.stats : nil)
     end
 
     # Everything the scanner worked around, as `[kind, message]` pairs (`:loop`, `:unreadable`,
@@ -334,11 +342,12 @@ module Loadscan
     end
 
     # What this boot adds to its figures in its record (the extension adds what the cache did):
-    # when, which program, which Ruby, whether `require` reached loadscan at exit, and its GC.
+    # when, which program, which Ruby, its environment (RAILS_ENV, RACK_ENV: nil when unset),
+    # whether `require` reached loadscan at exit, and its GC.
     def boot_fields
       { at: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), pid: Process.pid, program: $PROGRAM_NAME.to_s,
-        ruby: RUBY_VERSION, engaged: CoreExt.engaged?, gc: BootGC.figures,
-        compile_cache: defined?(CompileCache) ? CompileCache.stats : nil }
+        ruby: RUBY_VERSION, environment: { "RAILS_ENV" => ENV["RAILS_ENV"], "RACK_ENV" => ENV["RACK_ENV"] },
+        engaged: CoreExt.engaged?, gc: BootGC.figures, compile_cache: defined?(CompileCache) ? CompileCache.stats : nil }
     end
 
     # The LOADSCAN_STATS=1 line: this boot's figures, as `loadscan stats` shows the last boot's.

@@ -14,6 +14,7 @@ require_relative "support/native_ext"
 require_relative "support/boot_fixture"
 require_relative "support/in_fork"
 require_relative "support/guard"
+require_relative "support/file_times"
 
 # A CI runner sets CI=true, which makes loadscan validate its cache by listing (Config): the
 # suite's processes validate by mtime as on a developer's machine, unless a test sets CI itself.

@@ -21,6 +21,7 @@ module Loadscan
       "clear" => "delete the cache file and the last boot's figures (the next boot starts cold)",
       "profile" => "[-- COMMAND]  what each require and initializer of the boot costs: summary, speedscope JSON, HTML page",
       "install" => "set this app up: Gemfile, config/boot.rb (Bootsnap keeps its compile cache only), Dockerfile; shows the diff",
+      "uninstall" => "take loadscan out of this app again (shows what it would change; --write changes it)",
     }.freeze
 
     # How long `doctor` lets the app's boot run, in seconds, unless --timeout says otherwise.
@@ -37,6 +38,7 @@ module Loadscan
       @env = env
       @json = false
       @dry_run = false
+      @write = false
       @dirs = []
       @options = {}
       @timeout = DOCTOR_TIMEOUT
@@ -77,7 +79,8 @@ module Loadscan
           @options[:cache_dir] = File.expand_path(d)
         end
         o.on("--json", "print JSON") { @json = true }
-        o.on("--dry-run", "install: show the changes, write nothing") { @dry_run = true }
+        o.on("--dry-run", "install: show the changes, write nothing (uninstall's default)") { @dry_run = true }
+        o.on("--write", "uninstall: make the changes it shows") { @write = true }
         o.on("--output BASE", "profile: write BASE.json and BASE.html (default: the app's tmp/loadscan-profile.*)") do |b|
           @output = File.expand_path(b)
         end
@@ -299,6 +302,39 @@ module Loadscan
       if changed.empty? then "nothing to change: loadscan is set up in Gemfile and config/boot.rb"
       elsif @dry_run then "--dry-run: nothing written"
       else "changed #{changed.join(", ")}#{changed.include?("Gemfile") ? "; now run `bundle install`" : ""}"
+      end
+    end
+
+    # Takes out what `install` put in (README, "Undo an install"): config/boot.rb's lines,
+    # config/loadscan_boot.rb, the Gemfile's `gem "loadscan"` lines, the Dockerfile's lines, and
+    # the app's cache dir. Shows the changes; writes them only with --write (and not with
+    # --dry-run). The lockfile loses loadscan at the next `bundle install`.
+    def cmd_uninstall(_args)
+      require_relative "cli/installer"
+      require "fileutils"
+      installer = Installer.new(Dir.pwd)
+      changes = installer.removals.select(&:changed?)
+      cache = installer.cache_dir
+      write = @write && !@dry_run
+      diff = changes.map(&:diff).join
+      if write
+        installer.write(changes)
+        FileUtils.rm_rf(cache) if cache
+      end
+      data = { "dry_run" => !write, "changed" => changes.map(&:path), "diff" => diff,
+               "cache_dir" => cache && File.join("tmp", "cache", "loadscan"), "notes" => installer.notes }
+      emit(data) { |d| [*d["diff"].lines.map(&:chomp), *d["notes"], uninstall_summary(d)] }
+      0
+    rescue Installer::Refused, SystemCallError => e
+      @err.puts("loadscan uninstall: #{e.message}")
+      1
+    end
+
+    def uninstall_summary(data)
+      removed = [*data["changed"], *(data["cache_dir"] && "#{data["cache_dir"]}/")]
+      if removed.empty? then "nothing to change: loadscan is not in Gemfile, config/boot.rb or the Dockerfile"
+      elsif data["dry_run"] then "nothing written: run `loadscan uninstall --write` to change #{removed.join(", ")}"
+      else "changed #{removed.join(", ")}#{data["changed"].include?("Gemfile") ? "; now run `bundle install`" : ""}"
       end
     end
 

@@ -112,6 +112,7 @@ module Loadscan
       dirs = @extra_stable.dup
       dirs.concat(Gem.path) if defined?(Gem) && Gem.respond_to?(:path)
       dirs << Bundler.bundle_path.to_s if defined?(Bundler) && Bundler.respond_to?(:bundle_path) && (Bundler.bundle_path rescue nil) # rubocop:disable Style/RescueModifier
+      dirs << own_gem_home.to_s unless defined?(Bundler)
       if defined?(RbConfig)
         dirs.concat(RbConfig::CONFIG.values_at("rubylibprefix", "rubyarchprefix", "rubylibdir", "rubyarchdir",
                                                "sitelibdir", "sitearchdir", "vendorlibdir", "vendorarchdir").compact)
@@ -120,6 +121,15 @@ module Loadscan
     end
 
     private
+
+    # Set up before Bundler (config/loadscan_boot.rb), loadscan cannot ask it for its path yet:
+    # the gem home loadscan itself is installed in (Bundler's path, vendor/bundle/ruby/X.Y.0, where
+    # one is set) stands for it. nil for a checkout or a `path:` or `git:` gem.
+    def own_gem_home
+      gem_dir = File.expand_path("../..", __dir__)
+      home = File.dirname(File.dirname(gem_dir))
+      home if File.basename(File.dirname(gem_dir)) == "gems" && File.file?(File.join(home, "specifications", "#{File.basename(gem_dir)}.gemspec"))
+    end
 
     def problem(message)
       @problems << message

@@ -9,7 +9,10 @@ module Loadscan
   # words: `loadscan stats`, `doctor` and the LOADSCAN_STATS=1 line.
   #
   #   {"at":"2026-11-30T23:59:01Z","pid":4242,"program":"bin/rails","ruby":"3.1.2",
+  #    "environment":{"RAILS_ENV":"production","RACK_ENV":null},
   #    "cache":"clean","engaged":true,"gc":{…},"hits":1900,"misses":5,"left_to_ruby":{"unsure_miss":3},…}
+  #
+  # Its environment (RAILS_ENV and RACK_ENV, nil when unset) is where `doctor` checks its GC advice.
   module LastBoot
     class << self
       # The last record in `dir` as a Hash with String keys, or nil when there is none. It is
@@ -49,7 +52,9 @@ module Loadscan
         left = (r["left_to_ruby"].is_a?(Hash) ? r["left_to_ruby"] : {}).select { |_, n| n.is_a?(Integer) && n.positive? }
         why = left.empty? ? "" : " (#{left.map { |reason, n| "#{n} #{reason.to_s.tr("_", " ")}" }.join(", ")})"
         setup_ms = r["setup_ms"].is_a?(Numeric) ? r["setup_ms"] : %w[cache_load_ms expand_ms sync_ms].sum(&count) # older records
-        "#{"#{r["at"]} #{r["program"]} (pid #{r["pid"]}, Ruby #{r["ruby"]}): " if who}" \
+        env = (r["environment"].is_a?(Hash) ? r["environment"] : {}).select { |_, v| v.is_a?(String) }
+        env = env.map { |k, v| ", #{k}=#{v}" }.join
+        "#{"#{r["at"]} #{r["program"]} (pid #{r["pid"]}, Ruby #{r["ruby"]}#{env}): " if who}" \
           "#{count.("hits")} requires answered from the index, #{count.("misses")} misses, " \
           "#{count.("deferred")} left to Ruby#{why}; engaged: #{r["engaged"] ? "yes" : "no"}; " \
           "#{count.("load_path_entries")} entries (#{count.("roots_from_cache")} from the cache, " \

@@ -2,6 +2,7 @@
 
 require_relative "../test_helper"
 require_relative "../support/native_gem"
+require_relative "../../ext/loadscan/cargo_build"
 
 # The source gem as users get it: `gem build`, then `gem install --local` into an empty
 # GEM_HOME. On a machine without Rust it installs without the library (a note says why) and
@@ -108,10 +109,13 @@ class GemInstallTest < Minitest::Test
   # user's install runs, extconf + a cold cargo build inside the unpacked gem, whose build dir
   # must be gone afterwards. That takes minutes on 2 busy cores, so it runs cold on one Ruby
   # (Debian's); another reuses a build dir of the checkout's (rb-sys's bindings are per Ruby),
-  # which stays a real extconf + cargo build of the unpacked gem.
+  # which stays a real extconf + cargo build of the unpacked gem. That dir starts as a copy of
+  # the one `rake compile` just built for this Ruby, so a clean clone builds only loadscan's own
+  # crates there, not rb-sys, magnus and bindgen once more per Ruby.
   def build_with_pristine(home)
     cold = RbConfig.ruby == "/usr/bin/ruby#{MINOR}"
     target = cold ? nil : File.join(Loadscan::TestSupport::ROOT, "target", "gem-install-ruby-#{MINOR}")
+    seed_build_dir(target) if target
     env = { "GEM_HOME" => home, "GEM_PATH" => home, "RUBYOPT" => nil, "RUBYLIB" => nil, "CARGO_TARGET_DIR" => target }
     out, status = gem_command("pristine", "loadscan", env: env)
     assert status.success?, out
@@ -124,6 +128,18 @@ class GemInstallTest < Minitest::Test
     assert_empty Dir[File.join(gem_dir, "{test,bench,fixtures}")] + Dir[File.join(gem_dir, "ext", "*", "{tests,examples}")],
                  "tests and benchmarks are not shipped"
     assert_boots_with_the_built_library(home, env)
+  end
+
+  # Copies the checkout's build dir for this Ruby (Loadscan::CargoBuild's, built by `rake compile`
+  # before the suite) to `target` when it has none yet: into a temp dir beside it, then one rename.
+  def seed_build_dir(target)
+    built = Loadscan::CargoBuild.new(Loadscan::TestSupport::ROOT).target_dir
+    return if File.exist?(target) || !File.directory?(built) || ENV["CARGO_TARGET_DIR"]
+
+    tmp = "#{target}.seeding#{Process.pid}"
+    FileUtils.rm_rf(tmp)
+    FileUtils.cp_r(built, tmp, preserve: true)
+    File.rename(tmp, target)
   end
 
   def assert_boots_with_the_built_library(home, env)

@@ -52,7 +52,7 @@ class InstallTest < Minitest::Test
     assert_includes dry[0], "--dry-run: nothing written"
     assert_equal 0, install[1], install[0]
     docker = ", Dockerfile" if @fx[:rails72] && RailsApp.bootsnap_stack?
-    assert_equal [dry[0].sub("--dry-run: nothing written\n", ""), "changed Gemfile, config/boot.rb#{docker}"],
+    assert_equal [dry[0].sub("--dry-run: nothing written\n", ""), "changed Gemfile, config/loadscan_boot.rb, config/boot.rb#{docker}"],
                  [install[0].sub(/changed .*\n\z/, ""), install[0][/changed [^;\n]*/]]
     assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", 0], [again[0].lines.last, again[1]]
     assert_equal installed_boot(@fx[:before]["config/boot.rb"]), @fx[:after]["config/boot.rb"]
@@ -62,6 +62,42 @@ class InstallTest < Minitest::Test
     assert_bootsnaps_settings_still_work(@fx[:app], @fx[:env]) if RailsApp.bootsnap_stack?
     out, status = loadscan(@fx[:app], @fx[:env], "--json", "doctor")
     assert JSON.parse(out)["engaged"], "doctor (exit #{status}): #{out}"
+  end
+
+  # Issue 48: `loadscan uninstall` puts the app back: after an install, `bundle lock`, a boot
+  # (which fills tmp/cache/loadscan), then `uninstall` (which writes nothing) and `uninstall
+  # --write` and `bundle lock`, every file of the app outside log/ and tmp/ is byte for byte as
+  # `rails new` made it and locked it (Gemfile.lock too), and the cache dir is gone.
+  #
+  # The source gem is installed too (without Rust: no library), as rubygems.org offers both: with
+  # the precompiled gem alone Bundler could not lock the `ruby` platform, and drops it from the
+  # lockfile for good.
+  def test_uninstall_puts_the_app_back_byte_for_byte
+    tmp = File.realpath(Dir.mktmpdir("loadscan-uninstall"))
+    env = with_source_gem(tmp)
+    app = @fx[:rails72] ? RailsApp.rails_new(tmp, docker: true) : App.rails_new(tmp).tap { |a| with_bootsnap(a) }
+    App.bundle_lock(app, env)
+    before = tree(app)
+    assert_equal 0, loadscan(app, env, "install")[1]
+    App.bundle_lock(app, env)
+    assert_includes File.read(File.join(app, "Gemfile.lock")), "loadscan"
+    ours = boot(app, env, "LOADSCAN_CACHE_DIR" => nil) # (the app's own cache dir)
+    assert_equal [true, true], [ours.report["engaged"], ours.report["stats"][:setup_before_bundler]]
+    assert File.directory?(File.join(app, "tmp", "cache", "loadscan"))
+    installed = tree(app)
+    out, status = loadscan(app, env, "uninstall")
+    assert_equal 0, status, out
+    assert_equal installed, tree(app), "uninstall without --write wrote"
+    out, status = loadscan(app, env, "uninstall", "--write")
+    assert_equal 0, status, out
+    assert_includes out, "tmp/cache/loadscan/; now run `bundle install`"
+    App.bundle_lock(app, env)
+    after = tree(app)
+    differ = (before.keys | after.keys).reject { |rel| before[rel] == after[rel] }
+    assert_empty differ.map { |rel| [rel, *[before[rel], after[rel]].map { |m, t| [m, t && (t.lines - (before[rel][1].to_s.lines & after[rel][1].to_s.lines))] }] }
+    refute File.exist?(File.join(app, "tmp", "cache", "loadscan"))
+  ensure
+    FileUtils.rm_rf(tmp) if tmp
   end
 
   # Issue 27: the Dockerfile Rails 7.2 generates with Bootsnap (3.3), with the lines `loadscan
@@ -86,6 +122,7 @@ class InstallTest < Minitest::Test
       ours = boot_as_nobody(image[:app], runtime)
       assert ours.report["engaged"], ours.stderr
       stats = ours.report["stats"]
+      assert stats[:setup_before_bundler], "the first line found the gem in BUNDLE_PATH (#{image[:bundle]})"
       assert_equal [stats[:load_path_entries], 0, 0], stats.values_at(:roots_from_cache, :roots_scanned, :roots_refreshed), stats.inspect
       assert_operator stats[:hits], :>, 1000
       assert_equal "", ours.stderr, "the image's boot is quiet"
@@ -150,6 +187,26 @@ class InstallTest < Minitest::Test
     File.write(boot, File.read(boot).sub(/^require ["']bundler\/setup["'].*\n/) { |line| line + BOOTSNAP_BOOT })
   end
 
+  # The fixture's environment with the source gem (`gem build`, installed without Rust) on GEM_PATH too.
+  def with_source_gem(tmp)
+    gem_file = File.join(tmp, "loadscan-source.gem")
+    run = run_ruby(file: File.join(RbConfig::CONFIG["bindir"], "gem"), args: ["build", "loadscan.gemspec", "--output", gem_file],
+                   chdir: Loadscan::TestSupport::ROOT, timeout: 600)
+    assert run.success?, run.stdout + run.stderr
+    home = File.join(tmp, "source-gem")
+    run, = install_native_gem(gem_file, no_rust_env(home).merge("HOME" => tmp))
+    assert run.success?, run.stdout + run.stderr
+    @fx[:env].merge("GEM_PATH" => "#{@fx[:env]["GEM_PATH"]}:#{home}")
+  end
+
+  # Every file of the app outside log/ and tmp/: `{relative path => [mode, bytes]}` (a directory's bytes: nil).
+  def tree(app)
+    Dir.glob("**/*", File::FNM_DOTMATCH, base: app).reject { |rel| rel.match?(%r{\A(log|tmp)(/|\z)|(\A|/)\.\.?\z}) }.sort.to_h do |rel|
+      path = File.join(app, rel)
+      [rel, [File.lstat(path).mode, File.file?(path) ? File.binread(path) : nil]]
+    end
+  end
+
   def app_files(app) = %w[Gemfile config/boot.rb Dockerfile].to_h { |f| [f, File.exist?(File.join(app, f)) && File.read(File.join(app, f))] }
 
   # The installed gem's `loadscan` command in the app: its output (stdout and stderr), exit status.
@@ -161,11 +218,12 @@ class InstallTest < Minitest::Test
   def boot(app, env, extra = {}) = App.boot(app, RUNNER, env: env.merge(extra))
 
   # config/boot.rb as `loadscan install` writes it: `require "loadscan/setup"` before Bootsnap's
-  # setup, or without Bootsnap after Bundler's.
+  # setup, or without Bootsnap after Bundler's; the first line before Bundler's.
   def installed_boot(before)
-    return before.sub(/^require ["']bundler\/setup["'].*\n/) { |line| %(#{line}require "loadscan/setup"\n) } unless RailsApp.bootsnap_stack?
+    first = "#{Loadscan::Installer::Boot::FIRST_LINE}\n"
+    return before.sub(/^require ["']bundler\/setup["'].*\n/) { |line| %(#{first}#{line}require "loadscan/setup"\n) } unless RailsApp.bootsnap_stack?
 
-    before.sub(/^require "bootsnap/, "require \"loadscan/setup\"\nrequire \"bootsnap")
+    before.sub(/^require "bootsnap/, "require \"loadscan/setup\"\nrequire \"bootsnap").sub(/^(?=require ["']bundler\/setup)/, first)
   end
 
   # The app boots engaged, loading what it loads with loadscan disabled; with Bootsnap, its
@@ -174,6 +232,8 @@ class InstallTest < Minitest::Test
   def assert_boots_engaged(app, env)
     ours = boot(app, env)
     assert ours.report["engaged"], ours.stderr
+    # Set up at the first line, before Bundler, from the precompiled gem Gemfile.lock names.
+    assert ours.report["stats"][:setup_before_bundler], ours.report["stats"].inspect
     bootsnap = [false, true] if RailsApp.bootsnap_stack?
     assert_equal bootsnap || [nil, false], ours.report.values_at("load_path_cache", "iseq_cache"), "Bootsnap: load-path cache, compile cache"
     if RailsApp.bootsnap_stack?

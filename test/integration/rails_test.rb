@@ -157,6 +157,8 @@ class RailsTest < Minitest::Test
       [cold, warm].zip(%w[cold warm]).each do |boot, state|
         assert_same_run stock, boot, "#{label} (#{state})", only: %w[rails bootsnap]
         assert_answered boot.report["stats"], stock.loaded_features.size, "#{label} (#{state})"
+        # Rails 7.2's app is set up by `loadscan install`: at config/boot.rb's first line, before Bundler.
+        assert_equal RailsApp.rails72?, boot.report["stats"][:setup_before_bundler], "#{label} (#{state}): set up before Bundler"
       end
       assert_operator warm.failed_opens, :<=, MAX_FAILED_OPENS * stock.failed_opens,
                       "#{label}: warm failed openat #{warm.failed_opens} vs stock #{stock.failed_opens}"

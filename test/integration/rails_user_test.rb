@@ -19,7 +19,7 @@ class RailsUserTest < Minitest::Test
   REPORT = <<~RUBY
     require "json"
     own = #{File.join(Loadscan::TestSupport::LIB, "loadscan").inspect}
-    stats = Loadscan.stats.slice(:roots_from_cache, :roots_scanned, :hits) if defined?(Loadscan.active?) && Loadscan.active?
+    stats = Loadscan.stats.slice(:roots_from_cache, :roots_scanned, :hits, :setup_before_bundler) if defined?(Loadscan.active?) && Loadscan.active?
     puts "REPORT " + JSON.generate("features" => $LOADED_FEATURES.reject { _1.start_with?(own) }, "stats" => stats,
                                    "rails" => [Rails.version, Rails.env.to_s])
   RUBY
@@ -97,6 +97,8 @@ class RailsUserTest < Minitest::Test
       assert_operator warm["stats"]["roots_from_cache"], :>, 0, warm["stats"].inspect
       assert_equal 0, warm["stats"]["roots_scanned"], "the warm boot lists nothing: #{warm["stats"].inspect}"
       assert_operator warm["stats"]["hits"], :>, 100, "loadscan answered the boot's requires"
+      # Rails 7.2's app is set up by `loadscan install`: at config/boot.rb's first line, before Bundler.
+      assert_equal [RailsApp.rails72?] * 2, [cold, warm].map { |boot| boot["stats"]["setup_before_bundler"] }
     end
   end
 end

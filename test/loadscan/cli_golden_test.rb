@@ -74,7 +74,7 @@ class CLIGoldenTest < Minitest::Test
   def run_cli(args, env: {}, chdir: nil, boot: false, only_ours: false)
     # GC not deferred: whether it is depends on the Ruby (BootGC.supported?), the output must not.
     base = { "LOADSCAN_CACHE_DIR" => cache, "BUNDLE_GEMFILE" => nil, "LOADSCAN_BLESS" => nil, "LOADSCAN_GC" => "off",
-             "LOADSCAN_COMPILE_CACHE" => "0" }
+             "RAILS_ENV" => nil, "RACK_ENV" => nil, "LOADSCAN_READONLY" => nil, "LOADSCAN_COMPILE_CACHE" => "0" }
     if boot
       # Garbage enough for GC runs on every Ruby (4.1 starts with a heap a small boot never fills).
       run = run_ruby("load 'config/boot.rb'; require 'a'; require 'sub/b'; begin; require 'nope'; rescue LoadError; end; " \
@@ -95,12 +95,13 @@ class CLIGoldenTest < Minitest::Test
 
   # Counts that depend on the Ruby and the machine (its own load path), not on the CLI.
   MACHINE_COUNTS = %w[features entries checked load_path_entries roots_scanned roots_refreshed roots_from_cache scans
-                      dirs_listed_lazily size age_s threads].freeze
+                      dirs_listed_lazily size age_s threads rss_kb].freeze
 
   # A boot's GC figures and doctor's settings depend on the Ruby (its heaps, its startup): their
-  # keys are kept, and whether GC was deferred and what ended the boot.
+  # keys are kept, and whether GC was deferred, what ended the boot and the environment doctor's
+  # advice was checked in.
   def normalize_gc(gc)
-    gc.to_h { |k, v| [k, %w[deferred ended_by part].include?(k) ? v : "<GC>"] }
+    gc.to_h { |k, v| [k, %w[deferred ended_by part environment].include?(k) ? v : "<GC>"] }
   end
 
   def normalize_json(value)
@@ -137,6 +138,6 @@ class CLIGoldenTest < Minitest::Test
         .gsub(/\.#{RbConfig::CONFIG["DLEXT"]}\b/, ".<DLEXT>")
         .gsub(/^(last boot's )?GC in the boot: .*$/) { |line| line.gsub(/\d+/, "<N>") }
         .gsub(/^  (RUBY_GC_\S+ ?)+$/, "  <SETTINGS>")
-        .gsub(/^.*GC runs.*$/) { |line| line.gsub(/\d+/, "<N>") }
+        .gsub(/^.*GC runs.*$/) { |line| line.gsub(/[+-]?\d+/, "<N>") }
   end
 end

@@ -52,7 +52,7 @@ class CLITest < Minitest::Test
     assert_equal loadscan("-h", cache: "/nonexistent")[0], out
     assert_equal ["loadscan #{Loadscan::VERSION}\n", "", 0], loadscan("--version", cache: "/x").then { |o, e, s| [o, e, s.exitstatus] }
     {
-      %w[bogus] => /unknown command "bogus" \(commands: doctor, explain, lookup, build, verify, stats, problems, clear, profile, install\)/,
+      %w[bogus] => /unknown command "bogus" \(commands: doctor, explain, lookup, build, verify, stats, problems, clear, profile, install, uninstall\)/,
       %w[--bogus stats] => /invalid option: --bogus/,
       [] => /no command given/,
       %w[explain] => /explain needs at least one FEATURE/,
@@ -108,12 +108,17 @@ class CLITest < Minitest::Test
       out, err, status = loadscan("doctor", cache: "#{dir}/cache", chdir: "#{dir}/app")
       assert_equal 0, status.exitstatus, out + err
       assert_match(/^require reaches loadscan: yes/, out)
+      assert_match(/^requires answered by loadscan: 1 of the trial boot's 1 \(from its setup on\); a plain require of a file on the load path: answered from the index$/, out)
       assert_match(/^ok$/, out)
       out, _, status = loadscan("--json", "doctor", cache: nil, chdir: "#{dir}/bare")
       assert_equal 1, status.exitstatus
       report = JSON.parse(out)
       refute report["ok"]
-      assert_match(/config\/boot.rb does not set loadscan up: add `require "loadscan\/setup"`/, report["problems"].first)
+      assert_equal [false, false, false, nil, nil], report.values_at("set_up_by_boot", "active", "engaged", "stats", "trial_require")
+      assert_equal 1, report["problems"].size, report["problems"].inspect
+      # (No Bootsnap in that boot: nothing said of it.)
+      assert_equal 'config/boot.rb does not set loadscan up: run `loadscan install`: it adds `gem "loadscan"` to the Gemfile ' \
+                   'and `require "loadscan/setup"` after `require "bundler/setup"` to config/boot.rb', report["problems"].first
     end
   end
 
@@ -362,8 +367,8 @@ class CLITest < Minitest::Test
   def test_usage_errors_in_process
     {
       [] => "no command given",
-      %w[bogus] => 'unknown command "bogus" (commands: doctor, explain, lookup, build, verify, stats, problems, clear, profile, install)',
-      %w[--json Lookup a] => 'unknown command "Lookup" (commands: doctor, explain, lookup, build, verify, stats, problems, clear, profile, install)',
+      %w[bogus] => 'unknown command "bogus" (commands: doctor, explain, lookup, build, verify, stats, problems, clear, profile, install, uninstall)',
+      %w[--json Lookup a] => 'unknown command "Lookup" (commands: doctor, explain, lookup, build, verify, stats, problems, clear, profile, install, uninstall)',
       %w[--bogus stats] => "invalid option: --bogus",
       %w[-X stats] => "invalid option: -X",
       %w[-I] => "missing argument: -I",

@@ -14,7 +14,10 @@ class InstallerFilesTest < Minitest::Test
 
   GEMFILE = %(source "https://rubygems.org"\ngem "rack"\n)
   BOOT = %(require "bundler/setup"\n)
-  NEW_BOOT = %(require "bundler/setup"\nrequire "loadscan/setup"\n)
+  FIRST_LINE = %(load File.expand_path("loadscan_boot.rb", __dir__) # loadscan, set up before Bundler\n)
+  NEW_BOOT = %(#{FIRST_LINE}require "bundler/setup"\nrequire "loadscan/setup"\n)
+  # The file the first line loads, which install adds.
+  BOOTSTRAP = "config/loadscan_boot.rb"
   NEW_GEMFILE = %(#{GEMFILE}gem "loadscan", require: false # a load-path cache for require\n).freeze
 
   def listing(dir) = Dir.glob("**/*", File::FNM_DOTMATCH, base: dir).sort
@@ -31,7 +34,7 @@ class InstallerFilesTest < Minitest::Test
         out, err, status = install(app)
         assert_equal [0, ""], [status, err], out
         boot = File.join(app, "config", "boot.rb")
-        assert_equal %(ENV["BUNDLE_GEMFILE"] ||= File.expand_path("../Gemfile", __dir__)\n#{last}\nrequire "loadscan/setup"\n), File.read(boot)
+        assert_equal %(ENV["BUNDLE_GEMFILE"] ||= File.expand_path("../Gemfile", __dir__)\n#{FIRST_LINE}#{last}\nrequire "loadscan/setup"\n), File.read(boot)
         assert parses?(boot), "ruby -c #{boot}"
         Loadscan::TestSupport::BundlerApp.bundle_lock(app)
         run = run_ruby(%(require #{boot.inspect}\nreport("engaged" => Loadscan.engaged?)), env: Loadscan::TestSupport::BundlerApp.env(app))
@@ -73,7 +76,7 @@ class InstallerFilesTest < Minitest::Test
                    [File.readlink(File.join(app, "Gemfile")), File.readlink(File.join(app, "config", "boot.rb"))]
       assert_equal [NEW_GEMFILE, NEW_BOOT], [File.read(File.join(dir, "shared", "Gemfile")), File.read(File.join(dir, "shared", "boot.rb"))]
       assert File.symlink?(File.join(dir, "shared", "Gemfile.link"))
-      assert_equal before, listing(dir), "no file added or removed"
+      assert_equal (before + ["app/#{BOOTSTRAP}"]).sort, listing(dir), "no file added or removed but the first line's"
     end
     with_files([["app/Gemfile", :symlink, "../nowhere"], ["app/config/boot.rb", BOOT]]) do |dir|
       assert_equal ["", "loadscan install: Gemfile is a symlink to ../nowhere, which does not resolve: fix the link first\n", 1],
@@ -88,11 +91,11 @@ class InstallerFilesTest < Minitest::Test
       env = { "PATH" => File.join(app, "bin") } # timeout(1) for run_ruby, no diff(1)
       out, err, status = install(app, "--dry-run", env: env)
       assert_equal [0, ""], [status, err]
-      assert_includes out, %(--- a/config/boot.rb\n+++ b/config/boot.rb\n@@ -1 +1,2 @@\n require "bundler/setup"\n+require "loadscan/setup"\n)
+      assert_includes out, %(--- a/config/boot.rb\n+++ b/config/boot.rb\n@@ -1 +1,3 @@\n+#{FIRST_LINE} require "bundler/setup"\n+require "loadscan/setup"\n)
       assert_equal [GEMFILE, BOOT], files(app).values
       out2, err, status = install(app, env: env)
       assert_equal [0, ""], [status, err]
-      assert_equal out.sub("--dry-run: nothing written", "changed Gemfile, config/boot.rb; now run `bundle install`"), out2
+      assert_equal out.sub("--dry-run: nothing written", "changed Gemfile, #{BOOTSTRAP}, config/boot.rb; now run `bundle install`"), out2
       assert_equal [NEW_GEMFILE, NEW_BOOT], files(app).values
     end
   end
@@ -129,6 +132,9 @@ class InstallerFilesTest < Minitest::Test
       assert_equal [[nobody.uid, Etc.getgrnam("nogroup").gid]] * 2, stats.map { |st| [st.uid, st.gid] }
       assert_equal [0o2664, 0o644], stats.map { |st| st.mode & 0o7777 }
       assert_equal [NEW_GEMFILE, NEW_BOOT], files(app).values
+      # The file install adds is its directory's owner's too.
+      config = File.stat(File.join(app, "config"))
+      assert_equal [config.uid, config.gid], File.stat(File.join(app, BOOTSTRAP)).then { |st| [st.uid, st.gid] }
     end
   end
 
@@ -151,8 +157,8 @@ class InstallerFilesTest < Minitest::Test
     end
   end
 
-  # The second file cannot be written (config/ is not the user's): the first is not replaced
-  # either, and its temp file is removed.
+  # The second file cannot be written (config/ is not the user's: the file install adds there
+  # first): the first is not replaced either, and its temp file is removed.
   def test_a_failure_on_one_file_leaves_every_file_as_it_was
     skip "needs root to give the app to another user" unless Process.euid.zero?
 
@@ -162,7 +168,7 @@ class InstallerFilesTest < Minitest::Test
       before = listing(app)
       out, err, status = install(app, as_nobody: true)
       assert_equal ["", 1], [out, status]
-      assert_match(%r{\Aloadscan install: Permission denied - replacing #{Regexp.escape(app)}/config/boot.rb \(by a new file beside it: \.boot\.rb\.loadscan-install-}, err)
+      assert_match(%r{\Aloadscan install: Permission denied - adding #{Regexp.escape(app)}/#{BOOTSTRAP} \(by a new file beside it: \.loadscan_boot\.rb\.loadscan-install-}, err)
       assert_equal [GEMFILE, BOOT], files(app).values
       assert_equal before, listing(app)
     end
@@ -189,7 +195,7 @@ class InstallerFilesTest < Minitest::Test
       run = run_ruby(file: EXE, args: ["install"], ruby_opts: ["-r", File.join(app, "interrupt.rb")], chdir: app, env: { "BUNDLE_GEMFILE" => nil })
       assert_equal Signal.list["INT"], run.status.termsig, "#{run.status.inspect}: #{run.stderr}"
       assert_equal [NEW_GEMFILE, NEW_BOOT], files(app).values
-      assert_equal before, listing(app)
+      assert_equal (before + [BOOTSTRAP]).sort, listing(app)
     end
   end
 

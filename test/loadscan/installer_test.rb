@@ -2,6 +2,7 @@
 
 require_relative "../test_helper"
 require_relative "../support/installer_run"
+require_relative "../../lib/loadscan/cli/installer"
 
 # `loadscan install` (exe/loadscan in a real process) on apps' Gemfile, config/boot.rb and
 # Dockerfile: the edits, the diff it shows, --dry-run, a second run, and the files it refuses to
@@ -21,6 +22,14 @@ class InstallerTest < Minitest::Test
   # What install wrote before Bootsnap's line until issue 34 (loadscan/setup decides now): taken out.
   OLD_NO_LOAD_PATH_CACHE = %(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache\n)
   LOADSCAN_LINE = %(gem "loadscan", require: false # a load-path cache for require\n)
+  FIRST_LINE = Loadscan::Installer::Boot::FIRST_LINE
+  CHANGED = "config/loadscan_boot.rb, config/boot.rb"
+
+  # `boot` with the first line install puts before its `require "bundler/setup"` (in its line endings).
+  def first(boot)
+    eol = boot[/\r?\n/] || "\n"
+    boot.sub(/^(?=require[ (]["']bundler\/setup)/) { "#{FIRST_LINE}#{eol}" }
+  end
 
   def test_rails_app_with_bootsnap_dry_run_then_install_then_nothing
     with_files([["Gemfile", GEMFILE], ["config/boot.rb", RAILS_BOOT], ["config/application.rb", ""]]) do |dir|
@@ -35,10 +44,11 @@ class InstallerTest < Minitest::Test
 
       out2, err, status = install(dir)
       assert_equal [0, ""], [status, err]
-      assert_equal out.sub("--dry-run: nothing written", "changed Gemfile, config/boot.rb; now run `bundle install`"), out2
+      assert_equal out.sub("--dry-run: nothing written", "changed Gemfile, #{CHANGED}; now run `bundle install`"), out2
       after = files(dir)
-      assert_equal RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n)), after["config/boot.rb"]
+      assert_equal first(RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n))), after["config/boot.rb"]
       assert_equal %(#{GEMFILE}gem "loadscan", require: "loadscan/railtie" # a load-path cache for require\n), after["Gemfile"]
+      assert_equal File.read(Loadscan::Installer::BOOTSTRAP), File.read(File.join(dir, "config", "loadscan_boot.rb"))
 
       assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", "", 0], install(dir)
       assert_equal after, files(dir)
@@ -50,7 +60,7 @@ class InstallerTest < Minitest::Test
     with_files([["Gemfile", %(gem 'loadscan', require: false)], ["config/boot.rb", boot]]) do |dir|
       out, err, status = install(dir)
       assert_equal [0, ""], [status, err], out
-      assert_equal({ "Gemfile" => %(gem 'loadscan', require: false), "config/boot.rb" => %(require 'bundler/setup'\nrequire "loadscan/setup"\nrequire "./lib/app"\n) },
+      assert_equal({ "Gemfile" => %(gem 'loadscan', require: false), "config/boot.rb" => first(%(require 'bundler/setup'\nrequire "loadscan/setup"\nrequire "./lib/app"\n)) },
                    files(dir))
     end
     with_files([["Gemfile", %(gem "rack")], ["config/boot.rb", %(require "bundler/setup"\n)]]) do |dir|
@@ -73,7 +83,7 @@ class InstallerTest < Minitest::Test
         assert_equal [0, ""], [status, err], gemfile
         expected = EVERY_BOOT.include?(gemfile) ? gemfile : gemfile + LOADSCAN_LINE
         assert_equal expected, files(dir)["Gemfile"], gemfile
-        assert_includes out, "changed #{EVERY_BOOT.include?(gemfile) ? "config/boot.rb" : "Gemfile, config/boot.rb"}"
+        assert_includes out, "changed #{EVERY_BOOT.include?(gemfile) ? CHANGED : "Gemfile, #{CHANGED}"}"
       end
     end
   end
@@ -125,7 +135,7 @@ class InstallerTest < Minitest::Test
         out, err, status = install(dir)
         assert_equal [0, ""], [status, err], gemfile
         assert_equal added ? gemfile + LOADSCAN_LINE : gemfile, files(dir)["Gemfile"], gemfile
-        assert_includes out, "changed #{added ? "Gemfile, config/boot.rb" : "config/boot.rb"}", gemfile
+        assert_includes out, "changed #{added ? "Gemfile, #{CHANGED}" : CHANGED}", gemfile
         others.each { |rel, text| assert_equal text, File.read(File.join(dir, rel)), "#{rel} is never written" }
       end
     end
@@ -167,7 +177,7 @@ class InstallerTest < Minitest::Test
     boot = %(require "bundler/setup"\nrequire "bootsnap"\nBootsnap.setup(cache_dir: "tmp/cache",\n  load_path_cache: false)\n)
     with_files([["Gemfile", GEMFILE], ["config/boot.rb", boot]]) do |dir|
       assert_equal 0, install(dir).last
-      assert_equal boot.sub(%(setup"\n), %(setup"\nrequire "loadscan/setup"\n)), files(dir)["config/boot.rb"]
+      assert_equal first(boot.sub(%(setup"\n), %(setup"\nrequire "loadscan/setup"\n))), files(dir)["config/boot.rb"]
     end
   end
 
@@ -177,13 +187,13 @@ class InstallerTest < Minitest::Test
     settings = %(ENV["BOOTSNAP_CACHE_DIR"] ||= "/var/cache/app"\nENV['BOOTSNAP_READONLY'] = "1"\n)
     with_files([["Gemfile", GEMFILE], ["config/boot.rb", RAILS_BOOT.sub("\nrequire \"bundler", "\n#{settings}require \"bundler")]]) do |dir|
       assert_equal 0, install(dir).last
-      assert_equal RAILS_BOOT.sub("\nrequire \"bundler", "\n#{settings}require \"bundler")
-                             .sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n)), files(dir)["config/boot.rb"]
+      assert_equal first(RAILS_BOOT.sub("\nrequire \"bundler", "\n#{settings}require \"bundler")
+                                   .sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n))), files(dir)["config/boot.rb"]
     end
     own = %(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] = "yes"\n)
     with_files([["Gemfile", GEMFILE], ["config/boot.rb", own + RAILS_BOOT]]) do |dir|
       assert_equal 0, install(dir).last
-      assert_equal own + RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n)), files(dir)["config/boot.rb"]
+      assert_equal first(own + RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n))), files(dir)["config/boot.rb"]
     end
   end
 
@@ -197,20 +207,95 @@ class InstallerTest < Minitest::Test
       out, err, status = install(dir)
       assert_equal [0, ""], [status, err], out
       assert_includes out, %( require "loadscan/setup"\n-#{OLD_NO_LOAD_PATH_CACHE} require "bootsnap/setup")
-      assert_equal({ "Gemfile" => gemfile, "config/boot.rb" => RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n)) },
+      assert_equal({ "Gemfile" => gemfile, "config/boot.rb" => first(RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n))) },
                    files(dir))
       assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", "", 0], install(dir)
     end
     # CRLF, and the old line last in a file that does not end with a newline.
     last = %(require "bundler/setup"\r\nrequire "loadscan/setup"\r\n#{OLD_NO_LOAD_PATH_CACHE.chomp})
     own = %(ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"] ||= "1"\n#{RAILS_BOOT})
-    [[last, %(require "bundler/setup"\r\nrequire "loadscan/setup"\r\n)],
-     [own, own.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n))]].each do |boot, expected|
+    [[last, first(%(require "bundler/setup"\r\nrequire "loadscan/setup"\r\n))],
+     [own, first(own.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n)))]].each do |boot, expected|
       with_files([["Gemfile", GEMFILE], ["config/boot.rb", boot]]) do |dir|
         assert_equal 0, install(dir).last
         assert_equal expected, files(dir)["config/boot.rb"]
       end
     end
+  end
+
+  # Issue 48: `require "loadscan/setup"` after `require "bootsnap/setup"` (loadscan answers
+  # almost nothing there) is moved after Bundler's setup, its comment kept; an install from before
+  # the first line gets it; a first line after Bundler's setup is moved before it.
+  def test_an_existing_install_is_reordered_and_gets_the_first_line
+    installed = first(RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n)))
+    swapped = %(#{RAILS_BOOT}require "loadscan/setup"\n)
+    before_first_line = RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n))
+    late = %(#{RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup"\n))}#{FIRST_LINE}\n)
+    gemfile = %(#{GEMFILE}gem "loadscan", require: "loadscan/railtie"\n)
+    [swapped, before_first_line, late].each do |boot|
+      with_files([["Gemfile", gemfile], ["config/boot.rb", boot], ["config/application.rb", ""]]) do |dir|
+        out, err, status = install(dir)
+        assert_equal [0, ""], [status, err], out
+        assert_equal installed, files(dir)["config/boot.rb"], boot
+        assert_includes out, "changed #{CHANGED}\n"
+        assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", "", 0], install(dir)
+      end
+    end
+    with_files([["Gemfile", gemfile], ["config/boot.rb", %(#{RAILS_BOOT}require "loadscan/setup" # mine\n)]]) do |dir|
+      assert_equal 0, install(dir).last
+      assert_equal first(RAILS_BOOT.sub(%(Gemfile.\n), %(Gemfile.\nrequire "loadscan/setup" # mine\n))), files(dir)["config/boot.rb"]
+    end
+  end
+
+  # `loadscan uninstall`: shows what it would take out and writes nothing; with --write puts every
+  # file back byte for byte (the first line's file and the app's cache dir removed); then has
+  # nothing to change.
+  def test_uninstall_puts_the_app_back
+    with_files([["Gemfile", GEMFILE], ["config/boot.rb", RAILS_BOOT], ["config/application.rb", ""], ["Dockerfile", DOCKERFILE]]) do |dir|
+      before = files(dir)
+      assert_equal 0, install(dir).last
+      installed = files(dir)
+      FileUtils.mkdir_p(File.join(dir, "tmp", "cache", "loadscan"))
+      File.write(File.join(dir, "tmp", "cache", "loadscan", "loadscan.cache"), "x")
+      out, err, status = uninstall(dir)
+      assert_equal [0, ""], [status, err], out
+      assert_equal installed, files(dir), "uninstall without --write wrote"
+      assert File.exist?(File.join(dir, "config", "loadscan_boot.rb"))
+      assert_includes out, %(-#{FIRST_LINE}\n require "bundler/setup")
+      assert_includes out, "--- a/config/loadscan_boot.rb\n+++ /dev/null\n"
+      assert_includes out, "nothing written: run `loadscan uninstall --write` to change config/boot.rb, config/loadscan_boot.rb, " \
+                           "Gemfile, Dockerfile, tmp/cache/loadscan/"
+      out, err, status = uninstall(dir, "--write")
+      assert_equal [0, ""], [status, err], out
+      assert_equal before, files(dir)
+      refute File.exist?(File.join(dir, "config", "loadscan_boot.rb"))
+      refute File.exist?(File.join(dir, "tmp", "cache", "loadscan"))
+      assert_includes out, "changed config/boot.rb, config/loadscan_boot.rb, Gemfile, Dockerfile, tmp/cache/loadscan/; now run `bundle install`"
+      assert_equal ["nothing to change: loadscan is not in Gemfile, config/boot.rb or the Dockerfile\n", "", 0], uninstall(dir, "--write")
+    end
+  end
+
+  # The Gemfile's own loadscan lines go too (a `path:` one, in a group); one that shares its line
+  # with other code, or a boot line of another form, is refused: nothing written.
+  def test_uninstall_takes_out_the_users_own_lines_and_refuses_others
+    gemfile = %(gem "rack"\ngroup :default do\n  gem "loadscan", path: "../loadscan" # mine\nend\n)
+    boot = %(require "bundler/setup"\nrequire("loadscan/setup")\n)
+    with_files([["Gemfile", gemfile], ["config/boot.rb", boot]]) do |dir|
+      out, err, status = uninstall(dir, "--write")
+      assert_equal [0, ""], [status, err], out
+      assert_equal({ "Gemfile" => %(gem "rack"\ngroup :default do\nend\n), "config/boot.rb" => %(require "bundler/setup"\n) }, files(dir))
+    end
+    [[%(gem "rack"; gem "loadscan"\n), %(require "bundler/setup"\n), /Gemfile line 1 .* names loadscan with other code on its line/],
+     [%(gem "loadscan"\n), %(require "bundler/setup"\nrequire "loadscan/setup" if ENV["X"]\n), /config\/boot\.rb is not a form .*found line 2/]]
+      .each do |gemfile2, boot2, message|
+        with_files([["Gemfile", gemfile2], ["config/boot.rb", boot2]]) do |dir|
+          before = files(dir)
+          out, err, status = uninstall(dir, "--write")
+          assert_equal ["", 1], [out, status], err
+          assert_match message, err
+          assert_equal before, files(dir)
+        end
+      end
   end
 
   # Each: what config/boot.rb holds, and what the refusal names. Nothing is written.
@@ -222,7 +307,9 @@ class InstallerTest < Minitest::Test
     [%(require "bundler/setup"\nrequire "bootsnap/setup" if ENV["BOOTSNAP"]\n), /expected `require "bootsnap\/setup"`.*line 2/],
     [%(require "bundler/setup"\nrequire "bootsnap"\nBootsnap.setup(cache_dir: "tmp/cache")\n), /expected `require "bootsnap\/setup"`.*line 2: require "bootsnap"; line 3: Bootsnap.setup/],
     [%(require "bootsnap/setup"\nrequire "bundler/setup"\n), /expected `require "bootsnap\/setup"` after `require "bundler\/setup"`, found line 1/],
-    [%(require "bundler/setup"\nrequire "bootsnap/setup"\nrequire "loadscan/setup"\n), /expected `require "loadscan\/setup"` before `require "bootsnap\/setup"`, found line 2: .*; line 3: /],
+    [%(require "bundler/setup"\nrequire "bootsnap/setup"\nrequire "loadscan/setup" if ENV["X"]\n), /expected `require "loadscan\/setup"` before `require "bootsnap\/setup"`, found line 3: /],
+    [%(require "bundler/setup"\n#{FIRST_LINE}\n#{FIRST_LINE}\n), /expected at most one `load File.expand_path.*, found line 2: .*; line 3: /],
+    [%(require "bundler/setup"\nload File.expand_path("loadscan_boot.rb", __dir__) if x\n), /expected at most one `load File.expand_path.*, found line 2: /],
     [%(require "bundler/setup"\nrequire "bootsnap/setup"\nBootsnap.instrumentation = ->(*) {}\n), /found line 2: .*; line 3: Bootsnap.instrumentation/],
   ].freeze
 
@@ -292,7 +379,7 @@ class InstallerTest < Minitest::Test
     with_files([["Gemfile", GEMFILE], ["config/boot.rb", RAILS_BOOT], ["Dockerfile", DOCKERFILE]]) do |dir|
       out, err, status = install(dir)
       assert_equal [0, ""], [status, err]
-      assert_includes out, "changed Gemfile, config/boot.rb, Dockerfile; now run `bundle install`"
+      assert_includes out, "changed Gemfile, #{CHANGED}, Dockerfile; now run `bundle install`"
       expected = DOCKERFILE.sub(%(app/ lib/\n), %(app/ lib/\n#{BUILD_LINES})).sub(%(FROM base\n), %(FROM base\n#{RUNTIME_LINES}))
       assert_equal expected, files(dir)["Dockerfile"]
       assert_equal ["nothing to change: loadscan is set up in Gemfile and config/boot.rb\n", "", 0], install(dir)
@@ -312,7 +399,7 @@ class InstallerTest < Minitest::Test
         out, err, status = install(dir)
         assert_equal [0, ""], [status, err]
         assert_match(/^Dockerfile left as it is \(#{Regexp.escape(why)}.*\): add `RUN bundle exec loadscan build`/, out)
-        assert_includes out, "changed Gemfile, config/boot.rb;"
+        assert_includes out, "changed Gemfile, #{CHANGED};"
         assert_equal dockerfile, files(dir)["Dockerfile"]
       end
     end

@@ -18,6 +18,12 @@ module Loadscan
         [run.stdout, run.stderr, run.status.exitstatus]
       end
 
+      # `loadscan uninstall` as `install` runs it: [stdout, stderr, exit status].
+      def uninstall(dir, *args, env: {})
+        run = RubyProcess.run_ruby(file: EXE, args: [*args, "uninstall"], env: { "BUNDLE_GEMFILE" => nil }.merge(env), chdir: dir)
+        [run.stdout, run.stderr, run.status.exitstatus]
+      end
+
       # The files install may edit, by name: their bytes, or nil.
       def files(dir)
         FILES.to_h { |f| [f, File.file?(File.join(dir, f)) ? File.binread(File.join(dir, f)).force_encoding(Encoding::UTF_8) : nil] }

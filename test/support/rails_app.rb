@@ -97,7 +97,8 @@ module Loadscan
       MINITEST_5 = %(gem "minitest", "~> 5.20" # Rails 7.2's parallel testing calls Minitest.run_one_method (gone in 6)\n)
 
       # Rails 7.2's app: loadscan in the Gemfile (from this checkout; the railtie, as `loadscan
-      # install` adds it) and in config/boot.rb (`loadscan install`'s edit, left out when
+      # install` adds it) and in config/boot.rb (`loadscan install`'s edit: the first line, set up
+      # before Bundler from this checkout, a `path:` gem, and loadscan/setup; both left out when
       # LOADSCAN_TEST_STOCK is set), minitest 5; the app's own code and tests; the lock; the
       # development and production databases.
       def prepare(app)
@@ -110,7 +111,11 @@ module Loadscan
         line = Loadscan::Installer::Boot::LOADSCAN_SETUP
         raise "loadscan install wrote no #{line}:\n#{installed}" unless installed.include?("#{line}\n")
 
-        File.write(boot, installed.sub("#{line}\n", %(#{line} unless ENV["LOADSCAN_TEST_STOCK"]\n)))
+        first = Loadscan::Installer::Boot::FIRST_LINE
+        raise "loadscan install wrote no first line:\n#{installed}" unless installed.include?("#{first}\n")
+
+        stock = ' unless ENV["LOADSCAN_TEST_STOCK"]'
+        File.write(boot, installed.sub("#{line}\n", "#{line}#{stock}\n").sub("#{first}\n", "#{first[/\A[^#]*[^#\s]/]}#{stock}\n"))
         Files.write(app, series)
         BundlerApp.bundle_lock(app, env_overrides)
         prepare_databases(app)

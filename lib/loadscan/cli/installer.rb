@@ -2,6 +2,7 @@
 
 require_relative "installer/ruby_source"
 require_relative "installer/app_file"
+require_relative "installer/whole_file"
 require_relative "installer/diff"
 require_relative "installer/gemfile"
 require_relative "installer/boot"
@@ -21,8 +22,14 @@ module Loadscan
     Change = Struct.new(:path, :before, :after, :file) do
       def changed? = before != after
 
-      # The change as a unified diff, the paths relative to the app.
-      def diff = Diff.unified(path, before, after)
+      # The change as a unified diff, the paths relative to the app (/dev/null for a file added
+      # or removed).
+      def diff
+        text = Diff.unified(path, before, after)
+        text = text.sub("--- a/#{path}\n", "--- /dev/null\n") if file.is_a?(NewFile)
+        text = text.sub("+++ b/#{path}\n", "+++ /dev/null\n") if file.is_a?(RemovedFile)
+        text
+      end
     end
 
     # The app's files are not what the installer knows how to edit: the message says what it
@@ -39,14 +46,43 @@ module Loadscan
       @notes = []
     end
 
-    # The changes to make, in the order they are written (Gemfile, config/boot.rb, Dockerfile):
-    # a boot never requires loadscan before the Gemfile has it. Raises Refused.
+    # The changes to make, in the order they are written (Gemfile, config/loadscan_boot.rb,
+    # config/boot.rb, Dockerfile): a boot never requires loadscan before the Gemfile has it, nor
+    # loads the first line's file before it is there. Raises Refused.
     def changes
       gemfile = required("Gemfile")
       boot = required(File.join("config", "boot.rb"))
       rails = File.file?(File.join(@dir, "config", "application.rb"))
       [Change.new(gemfile.rel, gemfile.text, Gemfile.after(gemfile.rel, gemfile.text, gemfile.eol, rails: rails, dir: @dir), gemfile),
-       Change.new(boot.rel, boot.text, Boot.after(boot.rel, boot.text, boot.eol), boot), *dockerfile]
+       bootstrap, Change.new(boot.rel, boot.text, Boot.after(boot.rel, boot.text, boot.eol), boot), *dockerfile]
+    end
+
+    # What the first line of config/boot.rb loads (Boot::FIRST_LINE): this file, copied into the
+    # app (it must be found before loadscan is).
+    BOOTSTRAP = File.expand_path("installer/loadscan_boot.rb", __dir__)
+
+    # `loadscan uninstall`: the changes that take loadscan out again, in the order they are
+    # written (config/boot.rb first: no boot requires loadscan once the Gemfile lacks it):
+    # config/boot.rb's lines, config/loadscan_boot.rb, the Gemfile's `gem "loadscan"` lines, the
+    # Dockerfile's lines. (The lockfile's entry goes at the next `bundle install`; the cache dir:
+    # cache_dir.) Raises Refused.
+    def removals
+      gemfile = required("Gemfile")
+      boot = required(File.join("config", "boot.rb"))
+      rel = File.join("config", Boot::BOOTSTRAP)
+      bootstrap = AppFile.read(@dir, rel)
+      [Change.new(boot.rel, boot.text, Boot.without(boot.rel, boot.text, boot.eol), boot),
+       *([Change.new(rel, bootstrap.text, "", RemovedFile.new(bootstrap, File.join(@dir, rel)))] if bootstrap),
+       Change.new(gemfile.rel, gemfile.text, Gemfile.without(gemfile.rel, gemfile.text, dir: @dir), gemfile),
+       *dockerfile(undo: true)]
+    end
+
+    # The app's own cache dir (tmp/cache/loadscan, a directory, not a link), or nil.
+    def cache_dir
+      path = File.join(@dir, "tmp", "cache", "loadscan")
+      path if File.lstat(path).directory?
+    rescue SystemCallError
+      nil
     end
 
     # Signals held back while files are replaced (then sent again), as Thread#raise and
@@ -94,13 +130,21 @@ module Loadscan
       caught.uniq.each { |sig| Process.kill(sig, Process.pid) }
     end
 
+    # config/loadscan_boot.rb as this loadscan writes it: added, or brought up to date.
+    def bootstrap
+      rel = File.join("config", Boot::BOOTSTRAP)
+      text = File.read(BOOTSTRAP, mode: "rb").force_encoding(Encoding::UTF_8)
+      file = AppFile.read(@dir, rel)
+      file ? Change.new(rel, file.text, text, file) : Change.new(rel, "", text, NewFile.new(@dir, rel))
+    end
+
     def required(rel)
       AppFile.read(@dir, rel) or raise Refused, "no #{rel} in #{@dir}: run `loadscan install` in the app's directory"
     end
 
-    def dockerfile
+    def dockerfile(undo: false)
       file = AppFile.read(@dir, "Dockerfile") or return []
-      after, note = Dockerfile.after(file.rel, file.text, file.eol)
+      after, note = undo ? Dockerfile.without(file.rel, file.text) : Dockerfile.after(file.rel, file.text, file.eol)
       @notes << note if note
       [Change.new(file.rel, file.text, after, file)]
     rescue Refused => e

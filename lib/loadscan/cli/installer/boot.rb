@@ -2,19 +2,29 @@
 
 module Loadscan
   class Installer
-    # config/boot.rb: `require "loadscan/setup"` after its one top-level `require
-    # "bundler/setup"`, before Rails' `require "bootsnap/setup"`: loadscan/setup turns Bootsnap's
-    # load-path cache off (it would answer requires before loadscan) only when loadscan is
-    # engaged, so a boot without it (LOADSCAN_DISABLE=1, no Rust to build it) keeps Bootsnap's.
-    # Every `BOOTSNAP_*` setting and config/bootsnap.rb keep working; a hand-written
-    # `Bootsnap.setup` with `load_path_cache: false` is kept as it is. The line earlier installs
-    # wrote (turning Bootsnap's cache off on every boot) is taken out. Only these top-level
-    # statements, each alone on its line, are recognised: any other mention of Bundler's setup or
-    # Bootsnap in code (comments are not code) makes it refuse.
+    # config/boot.rb: the first line (FIRST_LINE: config/loadscan_boot.rb, loadscan set up before
+    # Bundler from the copy Gemfile.lock names) just before its one top-level `require
+    # "bundler/setup"`, and `require "loadscan/setup"` after it, before Rails' `require
+    # "bootsnap/setup"`: where the first line finds no loadscan (another Ruby, a version not
+    # installed), loadscan/setup sets it up once Bundler has, as before (Loadscan.setup does it
+    # once). loadscan/setup turns Bootsnap's load-path cache off (it would answer requires before
+    # loadscan) only when loadscan is engaged, so a boot without it (LOADSCAN_DISABLE=1, no Rust
+    # to build it) keeps Bootsnap's. Every `BOOTSNAP_*` setting and config/bootsnap.rb keep
+    # working; a hand-written `Bootsnap.setup` with `load_path_cache: false` is kept as it is. A
+    # `require "loadscan/setup"` after `require "bootsnap/setup"` (where loadscan answers almost
+    # nothing) is moved before it; the line earlier installs wrote (turning Bootsnap's cache off
+    # on every boot) is taken out. Only these top-level statements, each alone on its line, are
+    # recognised: any other mention of Bundler's setup, Bootsnap or loadscan's lines in code
+    # (comments are not code) makes it refuse. `without` takes loadscan's lines out again.
     module Boot
       BUNDLER_LINE = /\A\s*require[ (]\s*["']bundler\/setup["']\s*\)?\s*(#.*)?\z/
       BOOTSNAP_LINE = /\A\s*require[ (]\s*["']bootsnap\/setup["']\s*\)?\s*(#.*)?\z/
+      LOADSCAN_LINE = /\A\s*require[ (]\s*["']loadscan\/setup["']\s*\)?\s*(#.*)?\z/
       LOADSCAN_SETUP = %(require "loadscan/setup")
+      # The file the first line loads (beside config/boot.rb), and the line.
+      BOOTSTRAP = "loadscan_boot.rb"
+      FIRST_LINE = %(load File.expand_path("#{BOOTSTRAP}", __dir__) # loadscan, set up before Bundler)
+      FIRST_FORM = /\A\s*load[ (]\s*File\.expand_path\(\s*["']#{Regexp.escape(BOOTSTRAP)}["']\s*,\s*__dir__\s*\)\s*\)?\s*(#.*)?\z/
       NO_LOAD_PATH_CACHE_VAR = "DISABLE_BOOTSNAP_LOAD_PATH_CACHE"
       # What `loadscan install` wrote before `require "bootsnap/setup"` until issue 34: taken out.
       OLD_NO_LOAD_PATH_CACHE = %(ENV["#{NO_LOAD_PATH_CACHE_VAR}"] ||= "1" # loadscan answers require; Bootsnap keeps its compile cache)
@@ -22,37 +32,84 @@ module Loadscan
       module_function
 
       # The new text of config/boot.rb (`text` when it needs nothing); raises Refused. The new
-      # text is read again: it must parse, hold `require "loadscan/setup"` as a statement of its
-      # own (before `require "bootsnap/setup"`) and need nothing more.
+      # text is read again: it must parse, hold the first line before `require "bundler/setup"`
+      # and `require "loadscan/setup"` as a statement of its own after it (before `require
+      # "bootsnap/setup"`), and need nothing more.
       def after(rel, text, eol)
         source = RubySource.new(rel, text)
-        lines = text.lines
-        old = old_lines(source)
-        inserts = edits(source)
-        # The old line goes, and with it the line ending it gave the line before (none at the end).
-        old.sort.reverse_each { |n| lines.delete_at(n - 1) }
-        inserts = inserts.transform_keys { |i| i - old.count { |n| n <= i } }
-        after = Installer.insert(lines, inserts, eol)
+        after = rewrite(text, *edits(source), eol)
         return after if after == text
 
         check = RubySource.new(rel, after)
-        return after if edits(check).empty? && old_lines(check).empty? && loadscan_first?(check)
+        return after if edits(check) == [[], {}] && loadscan_first?(check)
 
         raise Refused, "#{rel}: the lines added would not be read as statements of their own; #{BY_HAND}"
       end
 
-      # `{line index => [lines to insert before it]}`.
+      # config/boot.rb without loadscan's lines (`loadscan uninstall`): the first line, `require
+      # "loadscan/setup"` and the line earlier installs wrote, each a statement alone on its line;
+      # any other mention of loadscan in code: Refused.
+      def without(rel, text, eol)
+        source = RubySource.new(rel, text)
+        lines = first_lines(source) + old_lines(source)
+        setups = source.statements.select { |node| RubySource.required(node) == "loadscan/setup" }
+        lines += setups.map { |node| alone(source, node, LOADSCAN_LINE) }
+        mentions = source.mentions(/loadscan/)
+        known = lines.compact.to_h { |n| [n, true] }
+        unless lines.all? && mentions.all? { |(line, _), _| known[line] }
+          refuse(source, "`#{FIRST_LINE}` and `#{LOADSCAN_SETUP}`, each alone on its line", mentions)
+        end
+        after = rewrite(text, lines, {}, eol)
+        return after if RubySource.new(rel, after).mentions(/loadscan/).empty?
+
+        raise Refused, "#{rel}: loadscan's lines could not be taken out; remove them by hand"
+      end
+
+      # `text` without the lines (from 1) in `deletes`, and with `inserts` made (`{index in text's
+      # lines => [lines]}`, as Installer.insert).
+      def rewrite(text, deletes, inserts, eol)
+        lines = text.lines
+        # A line taken out goes with its line ending (and the one it gave the line before: none at the end).
+        deletes.sort.reverse_each { |n| lines.delete_at(n - 1) }
+        moved = Hash.new { |h, k| h[k] = [] }
+        inserts.sort.each { |i, added| moved[i - deletes.count { |n| n <= i }].concat(added) }
+        Installer.insert(lines, moved, eol)
+      end
+
+      # `[lines (from 1) to take out, {line index => [lines to insert before it]}]`.
       def edits(source)
+        deletes = old_lines(source)
         inserts = Hash.new { |h, k| h[k] = [] }
         bundler = only_require(source, "bundler/setup", BUNDLER_LINE, "one top-level `require \"bundler/setup\"` line")
         bootsnap = bootsnap_setup(source)
+        first = first_lines(source)
+        if first.size > 1 || !first.all? || (source.mentions(/#{Regexp.escape(BOOTSTRAP)}/).size > first.size)
+          refuse(source, "at most one `#{FIRST_LINE}`, alone on its line", source.mentions(/#{Regexp.escape(BOOTSTRAP)}/))
+        end
+        if first.empty? || first[0] > bundler
+          deletes.concat(first)
+          inserts[bundler - 1] << FIRST_LINE
+        end
         if source.mentions(%r{loadscan/setup}).empty?
           refuse(source, "`require \"bootsnap/setup\"` after `require \"bundler/setup\"`", source.mentions(/bootsnap/i)) if bootsnap && bootsnap < bundler
           inserts[bundler] << LOADSCAN_SETUP
         elsif !loadscan_first?(source)
-          refuse(source, "`require \"loadscan/setup\"` before `require \"bootsnap/setup\"`", source.mentions(%r{loadscan/setup|bootsnap/setup}))
+          # After Bootsnap's setup, loadscan answers almost nothing (issue 48): moved after Bundler's.
+          line = only_require(source, "loadscan/setup", LOADSCAN_LINE, "`require \"loadscan/setup\"` before `require \"bootsnap/setup\"`")
+          refuse(source, "`require \"bootsnap/setup\"` after `require \"bundler/setup\"`", source.mentions(/bootsnap/i)) if bootsnap < bundler
+          deletes << line
+          inserts[bundler] << source.line(line).strip
         end
-        inserts
+        [deletes.sort, inserts.reject { |_, added| added.empty? }]
+      end
+
+      # The lines (from 1) of each top-level first line, nil for one not alone on its line.
+      def first_lines(source)
+        loads = source.statements.select do |node|
+          call = RubySource.call(node)
+          call&.name == "load" && call.receiver.nil? && source.line(RubySource.first_line(node)).include?(BOOTSTRAP)
+        end
+        loads.map { |node| alone(source, node, FIRST_FORM) }
       end
 
       # Whether a top-level `require "loadscan/setup"` comes before Rails' `require "bootsnap/setup"`

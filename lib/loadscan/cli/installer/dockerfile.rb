@@ -33,6 +33,21 @@ module Loadscan
         [Installer.insert(lines, inserts, eol), nil]
       end
 
+      # [text without the lines `after` adds, nil], or [text, a note] when it still mentions
+      # loadscan elsewhere (those lines are left to the user).
+      def without(rel, text)
+        lines = text.lines
+        [BUILD, RUNTIME].each do |block|
+          at = (0..lines.size - block.size).find { |i| lines[i, block.size].map(&:chomp) == block }
+          lines.slice!(at, block.size) if at
+        end
+        after = lines.join
+        return [after, nil] unless after.match?(/loadscan/i)
+
+        [after, "#{rel} still mentions loadscan (lines #{after.lines.each_index.select { |i| after.lines[i].match?(/loadscan/i) }.map { _1 + 1 }.join(", ")}): " \
+                "remove those by hand"]
+      end
+
       def unknown(rel, why)
         "#{rel} left as it is (#{why}): add `RUN bundle exec loadscan build` after the app's code is copied, and " \
           "`LOADSCAN_READONLY=1 LOADSCAN_VALIDATE=listing` to its boots' environment, by hand (README: Docker)"

@@ -44,6 +44,31 @@ module Loadscan
         raise Refused, "#{rel}: a `gem \"loadscan\"` line added at its end would not be read as one (__END__?); #{BY_HAND}"
       end
 
+      # `text` without its `gem "loadscan"` lines (`loadscan uninstall`): each such call must be
+      # alone on its line in this file (at the top level or in a block); one elsewhere (a file
+      # `eval_gemfile` names, a line it shares): Refused, naming it.
+      def without(rel, text, dir:)
+        source = RubySource.new(rel, text)
+        elsewhere = declarations(source, dir).keys.reject { |(file, _)| file.equal?(source) }
+        unless elsewhere.empty?
+          raise Refused, "#{elsewhere.map { |file, line| "#{file.rel} line #{line}" }.join(", ")} names loadscan: " \
+                         "remove it by hand, then run `loadscan uninstall` again"
+        end
+        calls = []
+        source.statements.each { |node| each_call(node) { |call| calls << call.node if loadscan?(call) } }
+        code = source.mentions(/\S/)
+        lines = calls.map do |node|
+          line = RubySource.first_line(node)
+          own = RubySource.positions(node)
+          next line if own.keys.all? { |l, _| l == line } &&
+                       code.all? { |(l, c), tok| l != line || own[[l, c]] || tok.match?(/\A[\s,;()\[\]"'=>:]*\z/) }
+
+          raise Refused, "#{rel} line #{line} (#{source.line(line).strip}) names loadscan with other code on its line: " \
+                         "remove it by hand, then run `loadscan uninstall` again"
+        end
+        lines.uniq.sort.reverse.each_with_object(text.lines) { |n, kept| kept.delete_at(n - 1) }.join
+      end
+
       def only_some(main, found)
         where = found.map do |(source, line), why|
           "#{"#{source.rel} " unless source.equal?(main)}line #{line} (#{source.line(line).strip}), #{why}"
