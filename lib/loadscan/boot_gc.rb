@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "core_ext/ractor"
+
 module Loadscan
   # A boot with fewer GC pauses. From `Loadscan.setup` until the boot ends, Ruby's GC does not run
   # on its own (`GC.disable`) but as budget runs; then it runs as it always does. Where, and when:
@@ -22,6 +24,8 @@ module Loadscan
   #   allocated  the boot has allocated as many objects as the last boot of the same program
   #              had when it exited, if that boot never said it had booted (a script, `rake -T`)
   #   fork       a `fork` (the parent's boot ends before it) or `Process.daemon`
+  #   ractor     a second Ractor is made (`Ractor.new`): the tick runs only while a thread of the
+  #              main Ractor runs, and another Ractor may allocate while none does
   #   cap        the process's resident size grew by CAP since setup
   #   memory     two budget runs in a row were due to resident growth Ruby does not count (fiber
   #              stacks, a C library's memory): only Ruby's own GC schedule keeps that in check
@@ -33,12 +37,17 @@ module Loadscan
   # count: fiber stacks, mapped files), one full GC runs (a budget run: it frees all that stock's
   # GCs would, the old garbage too) and the deferral goes on, unless it ran for growth Ruby does not
   # count twice in a row (the stacks of fibers it freed stay pooled: each such run came BUDGET
-  # higher; one alone is a boot's own, a Rails app's on Ruby 4.1); CAP of growth ends it. The budget and the ends no callback announces are checked by
-  # `tick`, every TICK_MS, in the main Ractor's running thread at its next interrupt check (a
-  # postponed job, as Ruby runs finalizers), asked by a native thread of the extension
-  # (ext/loadscan/src/ticker.rs): no Ruby thread, so nothing in `Thread.list`, in Ruby's deadlock
-  # check or in Puma's count of threads started in the boot; `require` pays nothing for it. Where
-  # the native thread cannot be made (a thread limit), GC is not deferred.
+  # higher; one alone is a boot's own, a Rails app's on Ruby 4.1); CAP of growth ends it. No
+  # budget run while the app has GC disabled (CAP still ends the deferral). The budget and the
+  # ends no callback announces are checked by the tick, every TICK_MS, in the main Ractor's running
+  # thread at its next interrupt check (a postponed job, as Ruby runs finalizers), asked by a
+  # native thread of the extension (ext/loadscan/src/ticker.rs): no Ruby thread, so nothing in
+  # `Thread.list`, in Ruby's deadlock check or in Puma's count of threads started in the boot;
+  # `require` pays nothing for it. The tick is native and calls no Ruby method, so it can take no
+  # exception raised into the thread and do no IO a Fiber scheduler sees; when it ends the
+  # deferral it enables GC itself (unless the app disabled it), and the rest of the end (GC's
+  # methods back, the figures) is done here at the next call (`settle`). Where the native thread
+  # cannot be made (a thread limit), GC is not deferred.
   #
   # The app keeps its own GC switch: during the deferral `GC.disable` and `GC.enable` answer and
   # change the app's view of it (what they would answer without loadscan), and when the boot ends
@@ -61,6 +70,7 @@ module Loadscan
     MAX_SECONDS = 60.0
     ENABLE = GC.singleton_class.instance_method(:enable)
     DISABLE = GC.singleton_class.instance_method(:disable)
+    STRESS = GC.singleton_class.instance_method(:stress=)
     # GC's methods that answer the app's own switch during the deferral, each kept under ORIGINAL's
     # name meanwhile and put back when it ends.
     SWITCHED = %i[disable enable stress=].freeze
@@ -72,18 +82,20 @@ module Loadscan
       def disable
         return __loadscan_gc_disable unless Ractor.current == Ractor.main
 
-        BootGC.switch(true) { __loadscan_gc_disable }
+        BootGC.switch(true) { DISABLE.bind_call(GC) }
       end
 
       def enable
         return __loadscan_gc_enable unless Ractor.current == Ractor.main
 
-        BootGC.switch(false) { __loadscan_gc_enable }
+        BootGC.switch(false) { ENABLE.bind_call(GC) }
       end
 
       def stress=(flag)
-        BootGC.finish(:stress) if flag && Ractor.current == Ractor.main
-        self.__loadscan_gc_stress = flag
+        return self.__loadscan_gc_stress = flag unless Ractor.current == Ractor.main
+
+        BootGC.finish(:stress) if flag
+        STRESS.bind_call(GC, flag)
       end
     end
 
@@ -117,20 +129,15 @@ module Loadscan
         @deferred = @deferring = false
         @ended = nil
         @not_deferred = why_not(mode, last_end, rails) and return
-        # GC.disable answers true when it was off already (the app's doing): then it is left alone.
-        return @not_deferred = "app disabled GC" if DISABLE.bind_call(GC)
-
-        @deferred = @deferring = true
-        mark_gc(@setup_rss = rss)
-        unless Native.start_ticker(self, TICK_MS)
-          @deferred = @deferring = false
-          ENABLE.bind_call(GC)
-          return @not_deferred = "no native thread"
-        end
-        switch_methods(true)
+        return @not_deferred = "Ractors running" if Ractor.count > 1
+        # All of it or none, as end_deferral.
+        Thread.handle_interrupt(Object => :never) { defer }
       end
 
-      def deferring? = @deferring == true
+      def deferring?
+        locked { settle }
+        @deferring == true
+      end
 
       # Whether GC was deferred in this process's boot (ended or not): a fork then ends the boot
       # first (CoreExt::Fork, the one hook on `_fork` and `daemon`, also Process.daemon's).
@@ -148,6 +155,7 @@ module Loadscan
         locked do
           next false if @setup.nil?
 
+          settle
           # Where the program's own boot ended (the next boot's mark), even after the deferral did.
           @boot_end ||= [GC.stat(:total_allocated_objects), why.to_s] if SIGNALS.include?(why)
           next false if @ended
@@ -155,12 +163,22 @@ module Loadscan
           @ended = snapshot.merge(why: why.to_s)
           next true unless @deferring
 
-          @deferring = false
-          Native.stop_ticker
-          switch_methods(false)
-          ENABLE.bind_call(GC) unless @app_disabled
+          end_deferral
           true
         end
+      end
+
+      # Where the tick ended the deferral (ticker.rs: it enabled GC unless the app disabled it,
+      # and kept GC's figures then), the rest of the end, as it ended.
+      def settle
+        return unless @deferring
+
+        @budget_runs, (why, stat, info, at) = Native.ticker_state
+        return unless why
+
+        @boot_end ||= [stat[:total_allocated_objects], why.to_s] if SIGNALS.include?(why)
+        @ended ||= snapshot(stat, info, at).merge(why: why.to_s)
+        end_deferral
       end
 
       # The parent's boot ends before a fork, and one GC runs first, so the children share a
@@ -178,18 +196,10 @@ module Loadscan
 
           was = @app_disabled
           @app_disabled = disable
+          # A tick that ended the deferral before (GC as the app had set it): GC as it sets it now.
+          settle
           was
         end
-      end
-
-      # Asked every TICK_MS during the deferral (ticker.rs, a postponed job): ends the boot or
-      # runs a budget run when due. Never raises.
-      def tick
-        why = locked { check }
-        finish(why) if why
-        nil
-      rescue Exception # rubocop:disable Lint/RescueException -- runs inside the program's own code
-        nil
       end
 
       # The boot's GC figures (Loadscan.stats[:gc], the last boot's record): see README, "GC
@@ -197,6 +207,8 @@ module Loadscan
       # while it has not ended).
       def figures
         return nil unless @setup
+
+        locked { settle }
 
         at_end = @ended || snapshot
         { deferred: @deferred, not_deferred: @not_deferred, ended_by: @ended&.fetch(:why),
@@ -214,6 +226,20 @@ module Loadscan
       end
 
       private
+
+      def defer
+        # GC.disable answers true when it was off already (the app's doing): then it is left alone.
+        return @not_deferred = "app disabled GC" if DISABLE.bind_call(GC)
+
+        @deferred = @deferring = true
+        unless Native.start_ticker(self, Loadscan, [TICK_MS, @mark.to_i, MAX_SECONDS, BUDGET, CAP, PAGE_SIZE])
+          @deferred = @deferring = false
+          ENABLE.bind_call(GC)
+          return @not_deferred = "no native thread"
+        end
+        switch_methods(true)
+        CoreExt::NewRactor.attach
+      end
 
       # Why GC is not deferred in this process, or nil.
       def why_not(mode, last_end, rails)
@@ -260,58 +286,22 @@ module Loadscan
         end
       end
 
-      # Why the boot ends now, or nil (then a budget run may have run).
-      def check
-        return nil unless @deferring
-        return :allocated if @mark && GC.stat(:total_allocated_objects) >= @mark
-        return :time if Process.clock_gettime(Process::CLOCK_MONOTONIC) - @setup[:at] > MAX_SECONDS
-        return :rails if rails_initialized?
-
-        budget
+      # The end of the deferral (the clock stopped, GC's methods back, GC as the app last set it),
+      # all of it: an exception raised into the thread meanwhile (Timeout) is raised when it is
+      # done, in the same call, so GC is never left off nor half its methods put back.
+      def end_deferral
+        Thread.handle_interrupt(Object => :never) do
+          @deferring = false
+          @budget_runs = Native.stop_ticker.first
+          switch_methods(false)
+          (@app_disabled ? DISABLE : ENABLE).bind_call(GC)
+        end
       end
 
-      # Whether a Rails app has initialized (an app without the railtie), asked without calling
-      # `Rails.application`, which would make the app's instance (and run its hooks) from here.
-      def rails_initialized?
-        app = defined?(::Rails) && ::Rails.is_a?(Module) && ::Rails.instance_variable_get(:@application)
-        app.respond_to?(:initialized?) && app.initialized? == true
-      end
-
-      # One full GC when Ruby allocated BUDGET since the last GC (any GC: the app's GC.start too),
-      # in heap pages and malloc, or when the process's resident size grew by BUDGET since then
-      # (what Ruby does not count: fiber stacks); :cap when it grew by CAP since setup; :memory after
-      # the second run in a row that Ruby's own allocation did not call for.
-      def budget
-        now = rss
-        mark_gc(now) if GC.count != @count
-        return :cap if now - @setup_rss >= CAP
-
-        made = GC.stat(:malloc_increase_bytes) + ((GC.stat(:heap_allocated_pages) - @pages) * PAGE_SIZE)
-        return nil if made < BUDGET && now - @rss < BUDGET
-
-        @budget_runs += 1
-        @unaccounted_runs = made < BUDGET ? @unaccounted_runs.to_i + 1 : 0
-        GC.start
-        mark_gc(rss)
-        :memory if @unaccounted_runs >= 2
-      end
-
-      # Where the budget counts from: the last GC.
-      def mark_gc(rss)
-        @count = GC.count
-        @rss = rss
-        @pages = GC.stat(:heap_allocated_pages)
-      end
-
-      # The process's resident size in bytes.
-      def rss
-        File.binread("/proc/self/status")[/^VmRSS:\s*(\d+)/n, 1].to_i << 10
-      end
-
-      def snapshot
-        s = GC.stat
-        info = GC.latest_gc_info
-        { at: Process.clock_gettime(Process::CLOCK_MONOTONIC), count: s[:count], minor: s[:minor_gc_count],
+      # GC's figures now, or those `stat`, `info` and `at` (monotonic seconds) say (the heaps' are
+      # now's: Ruby has no C function for them).
+      def snapshot(s = GC.stat, info = GC.latest_gc_info, at = Process.clock_gettime(Process::CLOCK_MONOTONIC))
+        { at: at, count: s[:count], minor: s[:minor_gc_count],
           major: s[:major_gc_count], time_ms: s[:time] || 0, allocated: s[:total_allocated_objects],
           malloc: s[:malloc_increase_bytes], oldmalloc: s[:oldmalloc_increase_bytes], old_objects: s[:old_objects],
           gc_by: s[:count].zero? ? nil : info[:gc_by]&.to_s, major_by: info[:major_by]&.to_s, heaps: heaps(s) }

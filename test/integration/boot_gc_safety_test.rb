@@ -109,6 +109,149 @@ class BootGCSafetyTest < Minitest::Test
     assert_equal [[[false, true, false], []]] * 4, reports.values, reports.inspect
   end
 
+  # What the deferral reports of itself in a run (nil for stock or before setup).
+  GC_FIGURES = "(defined?(Loadscan.stats) && Loadscan.stats ? Loadscan.stats[:gc].values_at(:deferred, :ended_by) : nil)"
+
+  # Timeout.timeout(1) around allocating work that would run for 6 s raises Timeout::Error, as
+  # stock (issue 47: the tick's `rescue Exception` took it while a budget run held the thread,
+  # and the block ran to its own end). Budget runs are due every few ticks here: a live heap to
+  # mark, and 200-byte strings made without pause.
+  def test_a_timeout_inside_the_boot_is_raised
+    reports = run_modes(<<~RUBY)
+      require "timeout"
+      keep = Array.new(300_000) { |i| "k" * (i % 40) }
+      clock = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }
+      t = clock.()
+      outcome = begin
+        Timeout.timeout(1) do
+          "x" * 200 until clock.() - t > 6
+          :ran_to_its_end
+        end
+      rescue Timeout::Error => e
+        e.class.name
+      end
+      report([outcome, keep.size, #{GC_FIGURES}&.first])
+    RUBY
+    assert_equal ["Timeout::Error", 300_000], reports.fetch("stock").first(2)
+    reports.each { |name, (outcome, kept)| assert_equal ["Timeout::Error", 300_000], [outcome, kept], "#{name}: #{reports.inspect}" }
+    assert_equal RUBY_VERSION >= "3.4", reports.fetch("on").last, reports.inspect
+  end
+
+  # The app turns GC off, then allocates 200 MB: no GC runs, a finalizer does not run and a
+  # WeakMap keeps its value, as stock (issue 47: budget runs ran meanwhile); after the boot
+  # GC is still off (never enabled by loadscan).
+  def test_gc_the_app_disabled_does_not_run
+    reports = run_modes(<<~RUBY)
+      GC.disable
+      before = GC.count
+      finalized = []
+      ObjectSpace.define_finalizer(Object.new, proc { finalized << 1 })
+      map = ObjectSpace::WeakMap.new
+      key = Object.new
+      map[key] = Object.new
+      kept = []
+      200.times { kept << ("x" * (1 << 20)); kept.clear if kept.size > 8 }
+      defined?(Loadscan.booted!) && Loadscan.booted!
+      report([GC.count - before, finalized.size, map.key?(key), GC.disable, #{GC_FIGURES}&.first])
+    RUBY
+    assert_equal [0, 0, true, true, nil], reports.fetch("stock")
+    reports.each { |name, r| assert_equal [0, 0, true, true], r.first(4), "#{name}: #{reports.inspect}" }
+    assert_equal RUBY_VERSION >= "3.4", reports.fetch("on").last, reports.inspect
+  end
+
+  # Two fibers under a Fiber scheduler share a counter and do no IO: they end at stock's total
+  # (issue 47: the tick read /proc through the scheduler, which switched fibers in the middle of
+  # their work). `work` is a Ruby method: its return is an interrupt check, where the tick runs.
+  def test_fibers_under_a_scheduler_are_not_switched_by_the_deferral
+    reports = run_modes(<<~RUBY)
+      class Scheduler
+        def initialize = @ready = []
+        def fiber(&block) = Fiber.new(blocking: false, &block).tap(&:resume)
+        def blocking_operation_wait(work) = (pass; work.call)
+        def io_wait(_io, events, _timeout) = (pass; events)
+        def kernel_sleep(*) = pass
+        def block(*) = pass
+        def unblock(*) = nil
+        def fiber_interrupt(fiber, exception) = fiber.raise(exception)
+        def close = (@ready.shift.resume until @ready.empty?)
+
+        private
+
+        def pass
+          @ready << Fiber.current
+          Fiber.yield
+        end
+      end
+      def work = "x" * 100
+      counter = 0
+      Fiber.set_scheduler(Scheduler.new)
+      2.times { Fiber.schedule { 300_000.times { c = counter; work; counter = c + 1 } } }
+      Fiber.set_scheduler(nil)
+      report([counter, #{GC_FIGURES}&.first])
+    RUBY
+    assert_equal [600_000, nil], reports.fetch("stock")
+    reports.each { |name, (counter, _)| assert_equal 600_000, counter, "#{name}: #{reports.inspect}" }
+    assert_equal RUBY_VERSION >= "3.4", reports.fetch("on").last, reports.inspect
+  end
+
+  # A Ractor makes about 1 GB of short-lived strings while the main thread waits for it: the peak
+  # resident size stays near stock's (issue 47: 1,784 MB against 13 MB; the tick runs only in the
+  # main Ractor, whose thread was blocked). loadscan's own memory is LOADSCAN_GC=off's peak.
+  def test_a_ractor_allocating_while_the_main_thread_waits
+    skip "Ractor.main needs Ruby 3.3" if RUBY_VERSION < "3.3"
+    reports = run_modes(<<~RUBY)
+      Warning[:experimental] = false
+      r = Ractor.new { 1_000_000.times { "x" * 1000 }; :done }
+      done = r.#{Loadscan::TestSupport::RubyProcess::RACTOR_VALUE}
+      report([done, #{peak_mb}, #{GC_FIGURES}])
+    RUBY
+    reports.each_value { |done, _| assert_equal :done, done, reports.inspect }
+    stock = reports.fetch("stock")[1]
+    off = reports.fetch("off")[1]
+    assert_operator off, :<, stock + 150, reports.inspect
+    %w[on default].each { |name| assert_operator reports.fetch(name)[1], :<, off + 150, "#{name}: #{reports.inspect}" }
+    assert_equal (RUBY_VERSION >= "3.4" ? [true, "ractor"] : [false, nil]), reports.fetch("on").last, reports.inspect
+  end
+
+  # A Rails app set up without the railtie: the tick sees it initialized and ends the boot as
+  # after_initialize does, DISABLE_BOOTSNAP_LOAD_PATH_CACHE taken back (issue 47: it stayed set
+  # for the app's child processes). A Rails stand-in: `Rails.application`'s `@initialized`.
+  def test_a_rails_app_without_the_railtie_takes_back_the_bootsnap_variable
+    code = <<~RUBY
+      module Rails; end
+      app = Object.new
+      def app.initialized? = @initialized
+      app.instance_variable_set(:@initialized, true)
+      Rails.instance_variable_set(:@application, app)
+      600.times do
+        g = #{GC_FIGURES}
+        break unless g && g.first && !g.last
+        sleep 0.05
+      end
+      report([ENV["DISABLE_BOOTSNAP_LOAD_PATH_CACHE"], #{GC_FIGURES}])
+    RUBY
+    assert_equal [nil, nil], run_ruby!(code, loadscan: false).report
+    on = run_ruby!(code, loadscan: true, env: { "LOADSCAN_GC" => "on" }).report
+    assert_equal (RUBY_VERSION >= "3.4" ? [nil, [true, "rails"]] : ["loadscan", [false, nil]]), on
+  end
+
+  # A finalizer run by a budget run ends the boot (`Loadscan.booted!`) and switches GC: the tick
+  # holds nothing of its own meanwhile, and the program goes on as stock's.
+  def test_a_finalizer_that_ends_the_boot_during_a_budget_run
+    reports = run_modes(<<~RUBY)
+      ended = []
+      finalizer = proc { ended << (defined?(Loadscan.booted!) && Loadscan.booted!); GC.disable; GC.enable }
+      100.times { ObjectSpace.define_finalizer(Object.new, finalizer) }
+      keep = []
+      200.times { keep << ("x" * (1 << 20)); keep.clear if keep.size > 8 }
+      GC.start
+      report([ended.size, GC.disable, #{GC_FIGURES}])
+    RUBY
+    assert_equal 100, reports.fetch("stock").first, reports.inspect
+    reports.each { |name, (size, disabled, _)| assert_equal [100, false], [size, disabled], "#{name}: #{reports.inspect}" }
+    assert_equal [RUBY_VERSION >= "3.4", "booted"], reports.fetch("on").last, reports.inspect
+  end
+
   # A Rack app that is not Rails, under Puma's cluster mode with preload (through Bundler, a real
   # Gemfile.lock, this Ruby's Puma from bin/setup-rails-gems): Puma warns about threads started
   # in the app's boot; loadscan starts none.

@@ -22,7 +22,7 @@ mod profile;
 mod state;
 mod ticker;
 
-use loadscan_core::{ProblemKind, Validation};
+use loadscan_core::{ProblemKind, ScanOptions, Validation};
 use magnus::rb_sys::AsRawValue;
 use magnus::{function, method, prelude::*, Error, RModule, RString, Ruby, Value};
 
@@ -49,9 +49,17 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("unseeded_hash", function!(native::unseeded_hash, 1))?;
     native.define_module_function("hold_for_fork", function!(native::hold_for_fork, 0))?;
     native.define_module_function("release_after_fork", function!(native::release_after_fork, 0))?;
-    native.define_module_function("start_ticker", function!(|m: Value, ms: u64| ticker::start(m.as_raw(), ms), 2))?;
-    native.define_module_function("stop_ticker", function!(ticker::stop, 0))?;
+    native.define_module_function(
+        "start_ticker",
+        function!(
+            |gc: Value, loadscan: Value, limits: ticker::Limits| ticker::start(gc.as_raw(), loadscan.as_raw(), limits),
+            3
+        ),
+    )?;
+    native.define_module_function("stop_ticker", function!(|| ticker_state(ticker::stop()), 0))?;
+    native.define_module_function("ticker_state", function!(|| ticker_state(ticker::state()), 0))?;
     native.define_module_function("speedscope", function!(profile::speedscope, 3))?;
+    native.define_module_function("copy_xattrs", function!(native::copy_xattrs, 2))?;
     native.define_module_function("compile_cache_start", function!(compile_cache::start, 4))?;
     native.define_module_function("compile_cache_flags=", function!(compile_cache::set_flags, 1))?;
     native.define_module_function("compile_cache_stop", function!(compile_cache::stop, 0))?;
@@ -83,6 +91,11 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.const_set("LAST_BOOT_FILE", frozen(ruby, loadscan_core::LAST_BOOT_FILE))?;
     native.const_set("SPEEDSCOPE_VERSION", loadscan_core::SPEEDSCOPE_VERSION)?;
     frozen_list(ruby, native, "VALIDATIONS", Validation::ALL.iter().map(|v| string(v.name())))?;
+    // The core's scan defaults, which `Loadscan::Config` reads instead of spelling them again.
+    let defaults = ScanOptions::default();
+    let ignored = defaults.skip_dirs.iter().map(|d| ruby.str_from_slice(d).as_value());
+    frozen_list(ruby, native, "DEFAULT_IGNORE_DIRS", ignored)?;
+    native.const_set("DEFAULT_LAZY", defaults.eager_depth == ScanOptions::LAZY)?;
     frozen_list(ruby, native, "PROBLEM_KINDS", ProblemKind::ALL.iter().map(|k| symbol(k.name())))?;
     let quiet = ProblemKind::ALL.into_iter().filter(|k| !k.warns());
     frozen_list(ruby, native, "QUIET_PROBLEM_KINDS", quiet.map(|k| symbol(k.name())))
@@ -101,4 +114,9 @@ fn frozen_list(ruby: &Ruby, module: RModule, name: &str, values: impl Iterator<I
     let list = ruby.ary_from_iter(values.inspect(|v| v.freeze()));
     list.freeze();
     module.const_set(name, list)
+}
+
+/// `[budget runs, the end the tick made or nil]` (ticker.rs).
+fn ticker_state((runs, ended): (u64, rb_sys::VALUE)) -> (u64, Value) {
+    (runs, unsafe { <Value as magnus::rb_sys::FromRawValue>::from_raw(ended) })
 }
