@@ -27,9 +27,12 @@ class LastBootTest < Minitest::Test
 
       stats = run_ruby(command: [RbConfig.ruby, EXE, "stats"], env: { "LOADSCAN_CACHE_DIR" => cache }, chdir: dir)
       assert stats.success?, stats.stderr
-      recorded, recorded_gc = stats.stdout.lines.map(&:chomp)
+      recorded, recorded_gc, recorded_cc = stats.stdout.lines.map(&:chomp)
+      gc, cc = gc.split("; compile cache: ")
       assert_equal figures, recorded.sub(/\A\S+ \S+ \(pid \d+, Ruby [\d.]+\): /, ""), "one renderer, one boot"
       assert_equal "GC in the boot: #{gc}", recorded_gc
+      assert_equal "compile cache: #{cc}", recorded_cc
+      assert_match(/\A0 files served \(0 KB\), \d+ compiled by Ruby, 0 bypassed; 0 entries read, \d+ KB written\z/, cc)
     end
   end
 

@@ -50,7 +50,7 @@ pub use session::{
     Counters, Figure, Finished, Json, Pending, Problem, Requires, Rescan, Saved, Session, Settings, Started, Stats,
     Timings,
 };
-pub use store::{CacheFile, Validation, CACHE_FILE, LAST_BOOT_FILE};
+pub use store::{CacheFile, Validation, CACHE_FILE, ISEQ_FILE, LAST_BOOT_FILE};
 pub use xattr::copy_xattrs;
 
 /// The parts below the [`Session`] that the tests, examples and benchmarks drive directly: the
@@ -71,6 +71,7 @@ pub mod internals {
 }
 
 mod blocking;
+pub mod compile_cache;
 mod hash;
 mod index;
 mod json;

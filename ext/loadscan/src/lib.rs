@@ -11,6 +11,7 @@
 //!   deferral's clock; `profile/`: the boot profile's file, from its entries,
 //!   and its stack sampler.
 
+mod compile_cache;
 mod convert;
 mod decorator;
 mod hooks;
@@ -32,6 +33,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let native = ruby.define_module("Loadscan")?.define_module("Native")?;
     options::intern(ruby);
     hooks::init(ruby);
+    compile_cache::init(ruby);
     native.define_module_function("start", function!(native::start, 2))?;
     native.define_module_function("stop", function!(native::stop, 0))?;
     native.define_module_function("save", function!(native::save, 0))?;
@@ -62,6 +64,20 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("start_sampler", function!(profile::sampler::start, 2))?;
     native.define_module_function("stop_sampler", function!(profile::sampler::stop, 0))?;
     native.define_module_function("copy_xattrs", function!(native::copy_xattrs, 2))?;
+    native.define_module_function("compile_cache_start", function!(compile_cache::start, 4))?;
+    native.define_module_function("compile_cache_flags=", function!(compile_cache::set_flags, 1))?;
+    native.define_module_function("compile_cache_stop", function!(compile_cache::stop, 0))?;
+    native.define_module_function("compile_cache_compiled", function!(compile_cache::compiled, 1))?;
+    native.define_module_function("compile_cache_pending", function!(compile_cache::pending, 0))?;
+    native.define_module_function("compile_cache_source", function!(compile_cache::source, 1))?;
+    native.define_module_function("compile_cache_finish", function!(compile_cache::finish, 1))?;
+    native.define_module_function("compile_cache_stats", function!(compile_cache::stats, 0))?;
+    // Prepended to RubyVM::InstructionSequence's singleton class (lib/loadscan/compile_cache.rb).
+    let iseq_hook = native.define_module("CompileCache")?;
+    unsafe { rb_sys::rb_ext_ractor_safe(true) };
+    let defined = iseq_hook.define_method("load_iseq", method!(compile_cache::load_iseq, 1));
+    unsafe { rb_sys::rb_ext_ractor_safe(false) };
+    defined?;
     let decorator = native.define_module("Decorator")?;
     // Ractor-safe: called in any Ractor, it serves only the one that started loadscan and sends
     // the others to Ruby's own require (state.rs).
