@@ -93,6 +93,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let symbol = |s: &str| ruby.to_symbol(s).as_value();
     native.const_set("CACHE_FILE", frozen(ruby, loadscan_core::CACHE_FILE))?;
     native.const_set("LAST_BOOT_FILE", frozen(ruby, loadscan_core::LAST_BOOT_FILE))?;
+    native.const_set("ISEQ_FILE", frozen(ruby, loadscan_core::ISEQ_FILE))?;
     native.const_set("SPEEDSCOPE_VERSION", loadscan_profile::SPEEDSCOPE_VERSION)?;
     frozen_list(ruby, native, "VALIDATIONS", Validation::ALL.iter().map(|v| string(v.name())))?;
     // The core's scan defaults, which `Loadscan::Config` reads instead of spelling them again.
