@@ -14,7 +14,7 @@ module Loadscan
       "doctor" => "is `require` reaching loadscan in this app's boot? versions, cache, settings",
       "explain" => "FEATURE…  what loadscan answers and why, next to Ruby's own answer",
       "lookup" => "FEATURE…  loadscan's answer next to Ruby's, one line each",
-      "build" => "list the app's whole load path and write the cache (a Docker layer, a CI artifact)",
+      "build" => "list the app's whole load path and write the cache, then boot the app once to fill the compile cache (a Docker layer, a CI artifact)",
       "verify" => "check every feature the cache answers against Ruby's own search (exit 1 on a difference)",
       "stats" => "the figures of the app's last boot (requires answered, left to Ruby and why, cache use)",
       "problems" => "paths the scanner leaves to Ruby (loops, unreadable dirs, …)",
@@ -26,6 +26,8 @@ module Loadscan
 
     # How long `doctor` lets the app's boot run, in seconds, unless --timeout says otherwise.
     DOCTOR_TIMEOUT = 60
+    # How long `build` lets the boot that fills the compile cache run, unless --timeout says otherwise.
+    BUILD_TIMEOUT = 600
 
     # A wrong command line: the message, exit 1.
     class Usage < StandardError; end
@@ -41,7 +43,7 @@ module Loadscan
       @write = false
       @dirs = []
       @options = {}
-      @timeout = DOCTOR_TIMEOUT
+      @timeout = nil # (--timeout; else each command's default)
     end
 
     # Runs the command line; returns the exit status.
@@ -84,7 +86,7 @@ module Loadscan
         o.on("--output BASE", "profile: write BASE.json and BASE.html (default: the app's tmp/loadscan-profile.*)") do |b|
           @output = File.expand_path(b)
         end
-        o.on("--timeout SECONDS", Float, "doctor: how long the app's boot may take (default #{DOCTOR_TIMEOUT})") do |t|
+        o.on("--timeout SECONDS", Float, "doctor, build: how long the app's boot may take (default #{DOCTOR_TIMEOUT}; build: #{BUILD_TIMEOUT})") do |t|
           raise Usage, "--timeout needs a number of seconds above 0" unless t.positive? && t.finite?
 
           @timeout = t
@@ -209,11 +211,84 @@ module Loadscan
       Loadscan.setup(**@setup, readonly: true)
       stats = Loadscan.stats
       data = { "cache_dir" => Loadscan.config.cache_dir, "result" => result.to_s, "entries" => stats[:load_path_entries],
-               "features" => stats[:features], "bundler" => @bundler }
+               "features" => stats[:features], "bundler" => @bundler, "compile_cache" => fill_compile_cache }
       emit(data) do |d|
-        "#{result} #{d["cache_dir"]}: #{d["entries"]} entries, #{d["features"]} features#{d["bundler"] ? " (load path from #{d["bundler"]})" : ""}"
+        ["#{result} #{d["cache_dir"]}: #{d["entries"]} entries, #{d["features"]} features#{d["bundler"] ? " (load path from #{d["bundler"]})" : ""}",
+         compile_cache_line(d["compile_cache"])]
       end
+      # (The exit status is the index's: a compile cache not filled is said, and costs a boot only its speed.)
       %i[written clean].include?(result) ? 0 : 1
+    end
+
+    # Boots the app once in a child (ChildBoot), its cache dir writable (LOADSCAN_READONLY=0), so
+    # what the compile cache misses is compiled and written at that child's exit, under the
+    # index's write rule: a Rails app by `bin/rails runner nil` (in its RAILS_ENV as set), any
+    # other as `doctor` boots it. Returns what the boot's record says ("files": loaded through
+    # the compile cache, "compiled", "bytes_written", "boot") or { "error" => why not filled }.
+    # The boot's record is then removed, as `build` records no boot of its own.
+    def fill_compile_cache
+      return { "error" => "the compile cache is off (LOADSCAN_COMPILE_CACHE=0)" } unless Loadscan.config.compile_cache
+      return { "error" => "no cache dir" } unless (dir = Loadscan.config.cache_dir)
+
+      require_relative "cli/doctor"
+      app = App.nearest || Dir.pwd
+      env = @env.to_h.merge("LOADSCAN_READONLY" => "0")
+      env["LOADSCAN_CACHE_DIR"] = @options[:cache_dir] if @options[:cache_dir]
+      rails = File.file?(File.join(app, "bin", "rails")) && File.file?(File.join(app, "config", "application.rb"))
+      Dir.mktmpdir("loadscan-build") do |tmp|
+        out = File.join(tmp, "report")
+        boot, cmd = if rails
+                      ["bin/rails runner nil (#{env["RAILS_ENV"] || env["RACK_ENV"] || "development"})",
+                       [RbConfig.ruby, *@dirs.flat_map { |d| ["-I", d] }, "bin/rails", "runner", "nil"]]
+                    else
+                      file = ChildBoot.boot_file(app, env)
+                      [file || "no boot", Doctor.boot_command(@dirs, out, file, nil, "0")]
+                    end
+        timeout = @timeout || BUILD_TIMEOUT
+        status, err = ChildBoot.run(env, cmd, chdir: app, timeout: timeout)
+        return { "error" => "#{boot} had not finished after #{format("%g", timeout)} s and was stopped" } unless status
+
+        unless status.success?
+          how = status.exitstatus ? "exit #{status.exitstatus}" : "signal #{status.termsig}"
+          return { "error" => "#{boot} failed: #{[how, ChildBoot.last_lines(err)].reject(&:empty?).join(": ")}" }
+        end
+        report = if rails then {}
+                 elsif File.file?(out) then Marshal.load(File.binread(out)) # rubocop:disable Security/MarshalLoad -- our own child wrote it
+                 else { "boot_error" => "it reported nothing" }
+                 end
+        return { "error" => "#{boot} failed: #{report["boot_error"]}" } if report["boot_error"]
+
+        compile_cache_filled(dir, status.pid, boot, report, err)
+      end
+    end
+
+    # The child's record of its boot (LastBoot), read and removed: its compile cache's figures.
+    def compile_cache_filled(dir, pid, boot, report, err)
+      record = LastBoot.read(dir)
+      record = nil unless record && record["pid"] == pid
+      File.delete(File.join(dir, Native::LAST_BOOT_FILE)) if record
+      if !record || report["set_up_by_boot"] == false
+        return { "error" => "#{boot} does not set loadscan up (`loadscan install` adds it)#{record ? "" : ", or it recorded nothing"}" }
+      end
+
+      figures = record["compile_cache"]
+      return { "error" => "#{boot} had no compile cache (off, or not supported by this Ruby)" } unless figures.is_a?(Hash)
+
+      compiled = figures["misses"].to_i
+      if compiled.positive? && figures["bytes_written"].to_i.zero?
+        return { "error" => "#{boot} wrote nothing: #{ChildBoot.last_lines(err).then { |l| l.empty? ? "no warning" : l }}" }
+      end
+
+      { "boot" => boot, "files" => figures["hits"].to_i + compiled, "compiled" => compiled, "bytes_written" => figures["bytes_written"].to_i }
+    rescue SystemCallError => e
+      { "error" => "#{boot}: #{e.message}" }
+    end
+
+    def compile_cache_line(filled)
+      return "compile cache not filled: #{filled["error"]}" if filled["error"]
+
+      "compile cache: #{filled["files"]} files from #{filled["boot"]} (#{filled["compiled"]} compiled now, " \
+        "#{format("%.0f KB", filled["bytes_written"] / 1024.0)} written)"
     end
 
     # Directories changed just before the build (a Docker `COPY`) are racy: a boot would list
@@ -347,7 +422,7 @@ module Loadscan
     def cmd_profile(command)
       require_relative "cli/profile_command"
       profile = Profile::Command.new(app: App.nearest || Dir.pwd, command: command, output: @output,
-                                     timeout: @timeout, env: @env)
+                                     timeout: @timeout || DOCTOR_TIMEOUT, env: @env)
       profile.run
       emit(profile.summary) { profile.lines }
       profile.exit_status
@@ -358,7 +433,7 @@ module Loadscan
 
     def cmd_doctor(_args)
       require_relative "cli/doctor"
-      Doctor.new(cli_dirs: @dirs, options: @options, env: @env, timeout: @timeout).report.then do |report|
+      Doctor.new(cli_dirs: @dirs, options: @options, env: @env, timeout: @timeout || DOCTOR_TIMEOUT).report.then do |report|
         emit(report) { |r| Doctor.text(r) }
         report["ok"] ? 0 : 1
       end

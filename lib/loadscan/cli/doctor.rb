@@ -3,6 +3,7 @@
 require "tmpdir"
 require "etc"
 require_relative "gc_advice"
+require_relative "child_boot"
 
 module Loadscan
   # `loadscan doctor`: boots the app the way it boots (config/boot.rb when there is one, else
@@ -99,6 +100,14 @@ module Loadscan
       end
       File.binwrite(ARGV.fetch(0), Marshal.dump(report))
     RUBY
+
+    # The command that runs BOOT_SCRIPT: `dirs` in front of the load path (-I), the report to
+    # `out`, `boot` (ChildBoot.boot_file; nil: none), the trial require's directory (nil: none)
+    # and the app's own LOADSCAN_READONLY.
+    def self.boot_command(dirs, out, boot, trial_lib, app_readonly)
+      [RbConfig.ruby, *dirs.flat_map { |d| ["-I", d] }, "-e", BOOT_SCRIPT, out, File.expand_path("../setup", __dir__),
+       boot.to_s, trial_lib.to_s, app_readonly.to_s]
+    end
 
     def initialize(cli_dirs: [], options: {}, env: ENV, timeout: CLI::DOCTOR_TIMEOUT)
       # The app's boot runs in the app's directory, found as the boot and the other commands
@@ -200,67 +209,17 @@ module Loadscan
         app_env = @env.to_h.merge(extra_env)
         env = app_env.merge("LOADSCAN_READONLY" => "1") # looking, not writing
         env["LOADSCAN_CACHE_DIR"] = @options[:cache_dir] if @options[:cache_dir]
-        args = @dirs.flat_map { |d| ["-I", d] }
-        boot = boot_file(env, full)
-        status, err = run_boot(env, RbConfig.ruby, *args, "-e", BOOT_SCRIPT, out, File.expand_path("../setup", __dir__), boot.to_s,
-                               trial ? lib : "", app_env["LOADSCAN_READONLY"].to_s)
-        return { "boot" => boot, "timed_out" => @timeout, "boot_output" => last_lines(err) } unless status
+        boot = ChildBoot.boot_file(@app, env, full: full)
+        cmd = self.class.boot_command(@dirs, out, boot, trial ? lib : nil, app_env["LOADSCAN_READONLY"])
+        status, err = ChildBoot.run(env, cmd, chdir: @app, timeout: @timeout)
+        return { "boot" => boot, "timed_out" => @timeout, "boot_output" => ChildBoot.last_lines(err) } unless status
         unless status.success? && File.file?(out)
           how = status.exitstatus ? "exit #{status.exitstatus}" : "signal #{status.termsig}"
-          return { "boot" => boot, "trial_error" => [how, last_lines(err)].reject(&:empty?).join(": ") }
+          return { "boot" => boot, "trial_error" => [how, ChildBoot.last_lines(err)].reject(&:empty?).join(": ") }
         end
 
         Marshal.load(File.binread(out)) # rubocop:disable Security/MarshalLoad -- our own child wrote it
       end
-    end
-
-    # The last three lines of a child's stderr, on one line.
-    def last_lines(err) = err.lines.last(3).map(&:strip).join(" | ")
-
-    # What the trial boot runs with the child's `env` (decided here only; the child runs it): a Rails
-    # app's whole boot when the GC advice asks for it (`full`), else config/boot.rb, else
-    # Bundler's setup for a Gemfile, else nothing (nil).
-    def boot_file(env, full)
-      if full && File.file?(File.join(@app, "config/environment.rb")) then "config/environment.rb"
-      elsif File.file?(File.join(@app, "config/boot.rb")) then "config/boot.rb"
-      elsif env["BUNDLE_GEMFILE"] || File.file?(File.join(@app, "Gemfile")) then "bundler/setup"
-      end
-    end
-
-    # Runs the boot in a process group of its own and returns its status (nil when it did not
-    # exit within @timeout seconds) and stderr. Then the group is killed: the boot when it hangs,
-    # and whatever it left running, which may hold stderr open for its whole life.
-    def run_boot(env, *cmd)
-      reader, writer = IO.pipe
-      pid = Process.spawn(env, *cmd, in: File::NULL, out: File::NULL, err: writer, pgroup: true, chdir: @app)
-      writer.close
-      err = String.new
-      draining = Thread.new { drain(reader, err) }
-      waiter = Process.detach(pid)
-      finished = waiter.join(@timeout)
-      kill_group(pid)
-      status = waiter.value
-      draining.join(1) # EOF once the group is gone, unless a process of another group holds the pipe
-      [finished && status, err]
-    ensure
-      reader&.close
-      draining&.join
-    end
-
-    def kill_group(pgid)
-      Process.kill(:KILL, -pgid)
-    rescue Errno::ESRCH, Errno::EPERM
-      nil
-    end
-
-    # Reads `io` into `buffer` until its end or until it is closed, keeping the last MiB.
-    def drain(io, buffer)
-      loop do
-        buffer << io.readpartial(1 << 16)
-        buffer.slice!(0, buffer.bytesize - (1 << 20)) if buffer.bytesize > 1 << 20
-      end
-    rescue EOFError, IOError
-      buffer
     end
 
     # (The extension names the cache file: without it, nothing to say.)
