@@ -225,7 +225,8 @@ module Loadscan
     # index's write rule: a Rails app by `bin/rails runner nil` (in its RAILS_ENV as set), any
     # other as `doctor` boots it. Returns what the boot's record says ("files": loaded through
     # the compile cache, "compiled", "bytes_written", "boot") or { "error" => why not filled }.
-    # The boot's record is then removed, as `build` records no boot of its own.
+    # The boot's record is then taken back (the app's last boot's, if any, put back), as `build`
+    # records no boot of its own.
     def fill_compile_cache
       return { "error" => "the compile cache is off (LOADSCAN_COMPILE_CACHE=0)" } unless Loadscan.config.compile_cache
       return { "error" => "no cache dir" } unless (dir = Loadscan.config.cache_dir)
@@ -248,6 +249,8 @@ module Loadscan
                       [file || "no boot", Doctor.boot_command(@dirs, out, file, nil, "0")]
                     end
         timeout = @timeout || BUILD_TIMEOUT
+        last = File.join(dir, Native::LAST_BOOT_FILE)
+        previous = (File.binread(last) if File.file?(last))
         status, err = ChildBoot.run(env, cmd, chdir: app, timeout: timeout)
         return { "error" => "#{boot} had not finished after #{format("%g", timeout)} s and was stopped" } unless status
 
@@ -261,15 +264,15 @@ module Loadscan
                  end
         return { "error" => "#{boot} failed: #{report["boot_error"]}" } if report["boot_error"]
 
-        compile_cache_filled(dir, status.pid, boot, report, err)
+        compile_cache_filled(dir, status.pid, boot, report, err, previous)
       end
     end
 
     # The child's record of its boot (LastBoot), read and removed: its compile cache's figures.
-    def compile_cache_filled(dir, pid, boot, report, err)
+    def compile_cache_filled(dir, pid, boot, report, err, previous)
       record = LastBoot.read(dir)
       record = nil unless record && record["pid"] == pid
-      File.delete(File.join(dir, Native::LAST_BOOT_FILE)) if record
+      put_back(File.join(dir, Native::LAST_BOOT_FILE), previous) if record
       if !record || report["set_up_by_boot"] == false
         return { "error" => "#{boot} does not set loadscan up (`loadscan install` adds it)#{record ? "" : ", or it recorded nothing"}" }
       end
@@ -285,6 +288,14 @@ module Loadscan
       { "boot" => boot, "files" => figures["hits"].to_i + compiled, "compiled" => compiled, "bytes_written" => figures["bytes_written"].to_i }
     rescue SystemCallError => e
       { "error" => "#{boot}: #{e.message}" }
+    end
+
+    # The app's last boot's record as it was before build's boot (none: removed), written whole.
+    def put_back(path, previous)
+      return File.delete(path) unless previous
+
+      File.binwrite("#{path}.build", previous)
+      File.rename("#{path}.build", path)
     end
 
     def compile_cache_line(filled)

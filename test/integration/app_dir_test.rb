@@ -82,7 +82,7 @@ class AppDirTest < Minitest::Test
       out, err, status = cli(dir, File.join(app, "lib"), "build") # below the app's root, too
       assert_equal [0, ""], [status, err], out
       assert_match(/\Awritten #{Regexp.escape(cache)}: /, out)
-      assert_equal %w[loadscan.cache], cache_files(app), "build wrote no last boot"
+      assert_equal %w[iseq.bin loadscan.cache], cache_files(app), "build wrote no last boot"
       out, _, status = cli(dir, app, "stats")
       assert_equal [1, "no boot recorded in #{cache} yet"], [status, out[/\A.*yet/]]
       stats = boot(dir, app)

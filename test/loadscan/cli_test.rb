@@ -241,7 +241,7 @@ class CLITest < Minitest::Test
       out, err, status = loadscan_bounded("--json", "--timeout", "1.5", "doctor", cache: "#{dir}/cache", chdir: "#{dir}/hangs", timeout: 50)
       assert_equal 1, status.exitstatus, err
       assert_match(/hangs: it had not finished after 1.5 s/, JSON.parse(out)["problems"].first)
-      assert_match(/--timeout SECONDS +doctor: how long the app's boot may take \(default 60\)$/, loadscan("--help", cache: "/x").first)
+      assert_match(/--timeout SECONDS +doctor, build: how long the app's boot may take \(default 60; build: 600\)$/, loadscan("--help", cache: "/x").first)
       _, err, status = loadscan("--timeout", "0", "doctor", cache: "/x")
       assert_equal [1, "loadscan: --timeout needs a number of seconds above 0\n#{USAGE}"], [status.exitstatus, err]
     end
