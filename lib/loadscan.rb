@@ -347,5 +347,6 @@ module Loadscan
   end
 end
 
-# LOADSCAN_PROFILE=path: the boot is profiled from here, loadscan's own load (README, "Boot profile").
-Loadscan::Profile.start_from_env(ENV["LOADSCAN_PROFILE"]) if ENV["LOADSCAN_PROFILE"]
+# LOADSCAN_PROFILE=path: the boot is profiled from here, loadscan's own load (README, "Boot profile");
+# LOADSCAN_PROFILE_EXEC: a profiled process `exec`ed this one.
+Loadscan::Profile.start_from_env(ENV["LOADSCAN_PROFILE"]) if ENV["LOADSCAN_PROFILE"] || ENV["LOADSCAN_PROFILE_EXEC"]

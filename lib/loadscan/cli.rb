@@ -202,7 +202,7 @@ module Loadscan
 
     def cmd_build(_args)
       start(write: true, lazy: false)
-      settle
+      relist_racy
       result = Loadscan.save
       # Read-only from here: the exit writes neither the cache again nor a last boot's record
       # (this is no boot of the app's; `loadscan stats` shows the app's own last boot).
@@ -219,7 +219,7 @@ module Loadscan
     # Directories changed just before the build (a Docker `COPY`) are racy: a boot would list
     # them again, every boot of a cache only ever read. Waits out their window (about a second
     # after the last change) and lists them again, so the cache written is used whole.
-    def settle
+    def relist_racy
       while (wait = Native.relist_racy)
         sleep(wait)
       end
@@ -276,7 +276,13 @@ module Loadscan
       dir = app_cache_dir
       return emit({ "removed" => [] }) { "no cache configured" } || 0 unless dir
 
-      removed = Loadscan.clear_cache(dir)
+      raise Usage, "the extension did not load: #{Native.load_error.message}" unless Native.available?
+
+      removed = Native.clear_cache(dir)
+      unless removed.is_a?(Array) # why it could not: one line, and nothing else said
+        @err.puts(Output.text("loadscan clear: #{Output.utf8(removed)}"))
+        return 1
+      end
       emit({ "cache_dir" => dir, "removed" => removed }) do |d|
         d["removed"].empty? ? "nothing to remove in #{d["cache_dir"]}" : d["removed"].map { |path| "removed #{path}" }
       end
@@ -341,9 +347,12 @@ module Loadscan
       require_relative "profile/command"
       profile = Profile::Command.new(app: App.nearest || Dir.pwd, command: command, output: @output,
                                      timeout: @timeout, env: @env)
-      ok = profile.run
+      profile.run
       emit(profile.summary) { profile.lines }
-      ok ? 0 : 1
+      profile.exit_status
+    rescue Profile::Command::Failed => e
+      @err.puts(Output.text("loadscan profile: #{e.message}"))
+      e.status
     end
 
     def cmd_doctor(_args)

@@ -45,7 +45,7 @@ module Loadscan
     # (REQUIRE_NATIVE is read at install time only, by extconf.rb: known, so that a CI job that
     # sets it for the whole job is not warned about it at boot.)
     KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS
-               GC REQUIRE_NATIVE PROFILE PROFILE_PARENT].map { "LOADSCAN_#{_1}" }.freeze
+               GC REQUIRE_NATIVE PROFILE PROFILE_PARENT PROFILE_EXEC].map { "LOADSCAN_#{_1}" }.freeze
     # The test suite's own variables, passed down to the processes it boots.
     TEST_PREFIX = "LOADSCAN_TEST_"
     # The project's build and test scripts' variables (bin/, rakelib/, test/): not settings, and
@@ -57,7 +57,9 @@ module Loadscan
     attr_reader :gc
     # Directory names and absolute paths the scanner never lists (LOADSCAN_IGNORE_DIRS).
     attr_reader :ignore_names, :ignore_paths
-    IGNORE_DEFAULT = %w[node_modules].freeze
+    # The core's defaults (its ScanOptions; none without the extension: setup then does nothing).
+    IGNORE_DEFAULT = Native.available? ? Native::DEFAULT_IGNORE_DIRS : [].freeze
+    LAZY_DEFAULT = Native.available? ? Native::DEFAULT_LAZY : true
     # What was wrong with the settings, one message each (Loadscan.setup warns once with them).
     attr_reader :problems
 
@@ -78,7 +80,7 @@ module Loadscan
       @threads = threads_setting(threads)
       @validate = validate_setting(validate)
       @readonly = readonly.nil? ? flag("LOADSCAN_READONLY", false) : readonly
-      @lazy = lazy.nil? ? flag("LOADSCAN_LAZY", true) : lazy
+      @lazy = lazy.nil? ? flag("LOADSCAN_LAZY", LAZY_DEFAULT) : lazy
       @stats = stats.nil? ? flag("LOADSCAN_STATS", false) : stats
       @gc = gc.nil? ? gc_setting : gc
       cache = flag("LOADSCAN_CACHE", true) if cache.nil?

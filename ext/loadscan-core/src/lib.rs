@@ -52,6 +52,7 @@ pub use session::{
     Timings,
 };
 pub use store::{CacheFile, Validation, CACHE_FILE, LAST_BOOT_FILE};
+pub use xattr::copy_xattrs;
 
 /// The parts below the [`Session`] that the tests, examples and benchmarks drive directly: the
 /// index and its lookups, the scanner, the cache file's layout and trust checks. Not a stable
@@ -80,3 +81,4 @@ mod relpath;
 mod scan;
 mod session;
 mod store;
+mod xattr;

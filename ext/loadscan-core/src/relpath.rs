@@ -3,6 +3,18 @@
 //! [`crate::DirRecord`]'s `rel`, a [`crate::FileEntry`]'s `stem`); roots are canonical
 //! absolute paths.
 
+/// A path's bytes.
+pub(crate) fn bytes(p: &std::path::Path) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    p.as_os_str().as_bytes()
+}
+
+/// The path of these bytes.
+pub(crate) fn path_of_bytes(p: &[u8]) -> &std::path::Path {
+    use std::os::unix::ffi::OsStrExt;
+    std::path::Path::new(std::ffi::OsStr::from_bytes(p))
+}
+
 /// The rel of `name` in the directory `rel`.
 pub(crate) fn child(rel: &[u8], name: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(rel.len() + 1 + name.len());

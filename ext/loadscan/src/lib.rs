@@ -21,7 +21,7 @@ mod profile;
 mod state;
 mod ticker;
 
-use loadscan_core::{ProblemKind, Validation};
+use loadscan_core::{ProblemKind, ScanOptions, Validation};
 use magnus::rb_sys::AsRawValue;
 use magnus::{function, method, prelude::*, Error, RModule, RString, Ruby, Value};
 
@@ -57,6 +57,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("stop_ticker", function!(|| ticker_state(ticker::stop()), 0))?;
     native.define_module_function("ticker_state", function!(|| ticker_state(ticker::state()), 0))?;
     native.define_module_function("speedscope", function!(profile::speedscope, 3))?;
+    native.define_module_function("copy_xattrs", function!(native::copy_xattrs, 2))?;
     let decorator = native.define_module("Decorator")?;
     // Ractor-safe: called in any Ractor, it serves only the one that started loadscan and sends
     // the others to Ruby's own require (state.rs).
@@ -74,6 +75,11 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.const_set("LAST_BOOT_FILE", frozen(ruby, loadscan_core::LAST_BOOT_FILE))?;
     native.const_set("SPEEDSCOPE_VERSION", loadscan_core::SPEEDSCOPE_VERSION)?;
     frozen_list(ruby, native, "VALIDATIONS", Validation::ALL.iter().map(|v| string(v.name())))?;
+    // The core's scan defaults, which `Loadscan::Config` reads instead of spelling them again.
+    let defaults = ScanOptions::default();
+    let ignored = defaults.skip_dirs.iter().map(|d| ruby.str_from_slice(d).as_value());
+    frozen_list(ruby, native, "DEFAULT_IGNORE_DIRS", ignored)?;
+    native.const_set("DEFAULT_LAZY", defaults.eager_depth == ScanOptions::LAZY)?;
     frozen_list(ruby, native, "PROBLEM_KINDS", ProblemKind::ALL.iter().map(|k| symbol(k.name())))?;
     let quiet = ProblemKind::ALL.into_iter().filter(|k| !k.warns());
     frozen_list(ruby, native, "QUIET_PROBLEM_KINDS", quiet.map(|k| symbol(k.name())))

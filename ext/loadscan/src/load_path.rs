@@ -8,12 +8,12 @@
 //! `shift`…) un-shares it, so an unchanged load path costs one pointer comparison. When they do
 //! not share (small arrays are embedded), the elements are compared by identity.
 
-use std::sync::{Mutex, OnceLock};
-
 use loadscan_core::{Entries, Entry};
 
 use magnus::Error;
 use rb_sys::{ruby_value_type, VALUE};
+
+use crate::state::{LOAD_PATH_SNAPSHOT, PINNED_LOAD_PATHS};
 
 /// Why the session's `sync` could not follow `$LOAD_PATH`: `Opaque` (Ruby answers), or
 /// `Raised` with what an entry's `to_path` raised (or threw), to be raised once nothing of
@@ -34,16 +34,14 @@ impl LoadPath {
     /// one hidden snapshot array serves every session (a new one expands every entry, and so
     /// takes a new snapshot, before it compares anything).
     pub fn new(array: VALUE) -> Self {
-        static PINNED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-        static SNAPSHOT: OnceLock<usize> = OnceLock::new();
-        let mut pinned = PINNED.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pinned = PINNED_LOAD_PATHS.lock().unwrap_or_else(|p| p.into_inner());
         if !pinned.contains(&(array as usize)) {
             unsafe { rb_sys::rb_gc_register_mark_object(array) };
             pinned.push(array as usize);
         }
         // A hidden array (no class: invisible to ObjectSpace), made with public API only
         // (`rb_ary_tmp_new` was renamed in Ruby 3.2 and is not exported by 3.3).
-        let snapshot = *SNAPSHOT.get_or_init(|| unsafe {
+        let snapshot = *LOAD_PATH_SNAPSHOT.get_or_init(|| unsafe {
             let snapshot = rb_sys::rb_obj_hide(rb_sys::rb_ary_new_capa(0));
             rb_sys::rb_gc_register_mark_object(snapshot);
             snapshot as usize

@@ -3,8 +3,10 @@
 //! The [`Session`] (with the `$LOAD_PATH` array it follows) sits in a `Mutex`; the require
 //! counters, the recently answered paths and the "something to report" flags are atomics
 //! beside it, read on every `require` without the lock; the callables given to `start` are a
-//! GC-marked array. (Interned symbols live where they are used; `nogvl.rs` keeps its per-thread
-//! "interrupt check owed" flag.)
+//! GC-marked array; the `$LOAD_PATH` arrays followed and the hidden snapshot compared with
+//! them are registered with the GC once per process. (Interned symbols live where they are
+//! used; `nogvl.rs` keeps its per-thread "interrupt check owed" flag; `ticker.rs` keeps the GC
+//! deferral's own: its native ticker's and the deferral's state, behind locks of its own.)
 //!
 //! Locking: a thread never waits for the lock while it holds the GVL. Starting and stopping
 //! wait for it with the GVL released between tries; every other use *tries* it, and a busy
@@ -57,6 +59,12 @@ pub static PENDING_PROBLEMS: Pending = Pending::new();
 pub static PENDING_RESCAN: Pending = Pending::new();
 /// The callables given to `start` (`hooks.rs`), kept alive by the GC mark `Lazy` gives them.
 pub static HOOKS: Lazy<RArray> = Lazy::new(|ruby| ruby.ary_new_from_values(&[ruby.qnil().as_value(); 3]));
+/// The arrays followed as `$LOAD_PATH` (their addresses), each registered with the GC once
+/// per process (`load_path.rs`).
+pub static PINNED_LOAD_PATHS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// The one hidden snapshot array every session's `$LOAD_PATH` mirror compares with (its
+/// address; registered with the GC once, `load_path.rs`).
+pub static LOAD_PATH_SNAPSHOT: OnceLock<usize> = OnceLock::new();
 /// The key of a Ractor-local value set in the Ractor that started loadscan.
 static MAIN_RACTOR_KEY: OnceLock<usize> = OnceLock::new();
 

@@ -37,24 +37,48 @@ module Loadscan
         @env = env
       end
 
+      # Signals passed on to the boot while it runs (it is a process group of its own, out of the
+      # terminal's reach): the command then waits for it and ends as it did.
+      SIGNALS = %w[INT TERM HUP QUIT].freeze
+
       # Runs the boot and writes the files; true when the boot exited 0 and left its profile.
+      # Raises Failed (one line) when the files cannot be written or the command cannot run.
       def run
+        writable!
         File.delete(@json_path) if File.exist?(@json_path)
         started = Profile.wall
-        pid = Process.spawn(child_env, *@command, chdir: @app, in: File::NULL, out: :err, pgroup: true)
-        waiter = Process.detach(pid)
-        unless waiter.join(@timeout)
-          Process.kill(:KILL, -pid) rescue nil # rubocop:disable Style/RescueModifier
-        end
-        @status = waiter.value
+        @status = spawn_and_wait
         @wall_ms = Profile.wall - started
         return false unless File.file?(@json_path)
 
-        json = File.read(@json_path)
+        json = File.read(@json_path, mode: "rb", encoding: Encoding::UTF_8) # whatever the locale
         @tree = Tree.from_speedscope(JSON.parse(json))
-        File.write(@html_path, HTML.page(json, @tree.name))
+        Profile.replace(@html_path, HTML.page(json, @tree.name))
         @status.success?
+      rescue SystemCallError, IOError, JSON::ParserError, KeyError, ArgumentError, NoMethodError, TypeError => e
+        raise Failed.new(e.is_a?(SystemCallError) ? e.message.b.sub(/ @ \w+/, "") : "#{@json_path.b}: #{e.message.b.lines.first&.chomp}")
       end
+
+      # The command could not do what it was asked: one line, and the exit status it ends with.
+      class Failed < StandardError
+        attr_reader :status
+
+        def initialize(message, status = 1)
+          super(message)
+          @status = status
+        end
+      end
+
+      # The exit status the command ends with: the boot's (128 + the signal that ended it, as a
+      # shell says), 1 when it exited 0 and left no profile.
+      def exit_status
+        return 1 unless @status
+        return @status.exitstatus.zero? && !@tree ? 1 : @status.exitstatus if @status.exited?
+
+        128 + (@status.termsig || 9)
+      end
+
+      def command_line = @command.join(" ")
 
       def command_line = @command.join(" ")
 
@@ -83,9 +107,63 @@ module Loadscan
       end
 
       def how_it_ended
-        return "did not finish within #{@timeout} s" if @status.nil? || (!@status.exited? && @status.termsig == 9)
+        return "did not finish within #{@timeout} s" if @status.nil? || (!@status.exited? && @status.termsig == 9 && @timed_out)
 
         @status.exitstatus ? "exit #{@status.exitstatus}" : "signal #{@status.termsig}"
+      end
+
+      # The profile's files can be written (not a read-only app, an --output in a directory
+      # that exists): checked before the boot runs, by making and removing a file beside them.
+      def writable!
+        [@json_path, @html_path].map { |path| File.dirname(path) }.uniq.each do |dir|
+          probe = File.join(dir, ".loadscan-profile-#{Process.pid}-#{rand(1 << 32).to_s(16)}")
+          File.open(probe, File::WRONLY | File::CREAT | File::EXCL, 0o600).close
+          File.unlink(probe)
+        rescue SystemCallError => e
+          raise Failed, "cannot write the profile in #{dir.b}: #{e.message.b.sub(/ @ .*/, "")} (--output BASE writes it elsewhere)"
+        end
+      end
+
+      # Runs the command in a process group of its own (the timeout ends the whole group) and
+      # waits for it; SIGNALS received meanwhile are passed on to the group, and the command
+      # waits for the boot to end. A command that cannot run: Failed, with a shell's status
+      # (127: not found, 126: not executable).
+      def spawn_and_wait
+        pid = nil
+        pending = []
+        handlers = SIGNALS.to_h do |sig|
+          [sig, Signal.trap(sig) { pid ? pass_on(sig, pid) : pending << sig }]
+        end
+        begin
+          pid = Process.spawn(child_env, *@command, chdir: @app, in: File::NULL, out: :err, pgroup: true)
+        rescue SystemCallError => e
+          raise Failed.new("cannot run `#{command_line.b}`: #{e.message.b.sub(/ - .*/, "").sub(/ @ .*/, "")}",
+                           e.is_a?(Errno::ENOENT) ? 127 : 126)
+        end
+        pending.each { |sig| pass_on(sig, pid) }
+        wait(pid)
+      ensure
+        handlers&.each { |sig, handler| Signal.trap(sig, handler || "DEFAULT") }
+      end
+
+      # The boot's status once it ended; past the timeout its group is killed first.
+      def wait(pid)
+        waiter = Process.detach(pid)
+        unless waiter.join(@timeout)
+          @timed_out = true
+          pass_on("KILL", pid)
+        end
+        waiter.value
+      end
+
+      def pass_on(sig, pid)
+        Process.kill(sig, -pid)
+      rescue Errno::ESRCH, Errno::EPERM
+        begin
+          Process.kill(sig, pid)
+        rescue Errno::ESRCH, Errno::EPERM
+          nil
+        end
       end
 
       def default_command

@@ -104,6 +104,12 @@ fn canonical(base: &[u8]) -> Option<Cow<'_, [u8]>> {
     Some(Cow::Owned(stem))
 }
 
+/// The directory prefixes of `stem` a lookup depends on, as lengths: the root itself (`0`),
+/// then every prefix ending before a `/`.
+pub(super) fn prefix_lens(stem: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    std::iter::once(0).chain(stem.iter().enumerate().filter(|(_, &c)| c == b'/').map(|(i, _)| i))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,23 +5,38 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{IdList, RootId};
+use super::ids::{IdList, RootId};
 use crate::scan::Listing;
 
 /// A *gap* at one directory prefix: the roots whose contents there are not (yet) known.
 #[derive(Default)]
 pub(super) struct Gaps {
     /// Blind spots: Ruby answers below them.
-    pub(super) blind: IdList,
+    blind: IdList,
     /// Deferred directories of roots scanned in this process.
-    pub(super) deferred: IdList,
+    deferred: IdList,
     /// *Lifted deferrals*: cached roots whose directory here the snapshot records as deferred
     /// but this process has listed since. The snapshot cannot be changed, so this masks its
     /// record until the cache is written again.
-    pub(super) lifted: IdList,
+    lifted: IdList,
 }
 
 impl Gaps {
+    /// The roots with a blind spot here.
+    pub(super) fn blind(&self) -> &IdList {
+        &self.blind
+    }
+
+    /// The roots scanned in this process with a deferred directory here.
+    pub(super) fn deferred(&self) -> &IdList {
+        &self.deferred
+    }
+
+    /// The cached roots whose deferral here is lifted.
+    pub(super) fn lifted(&self) -> &IdList {
+        &self.lifted
+    }
+
     fn is_empty(&self) -> bool {
         self.blind.is_empty() && self.deferred.is_empty() && self.lifted.is_empty()
     }

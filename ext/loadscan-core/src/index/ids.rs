@@ -1,4 +1,7 @@
-//! A small set of root ids: almost every feature lives in exactly one root.
+//! Root ids, and a small set of them: almost every feature lives in exactly one root.
+
+/// Identifies a root inside one index: its position among the index's roots.
+pub type RootId = u32;
 
 /// Root ids in insertion order; one id needs no allocation.
 #[derive(Default, Clone, Debug)]

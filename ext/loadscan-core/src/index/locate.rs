@@ -2,8 +2,12 @@
 //! the blind spots and deferred directories that could change the answer. Pure logic: nothing
 //! here touches the file system (listing what a lookup needs is `lazy`'s job).
 
-use super::{prefix_lens, Index, Query, RootId, Want, NOT_ON_PATH};
+use super::feature::{prefix_lens, Query, Want};
+use super::ids::RootId;
+use super::overlay::Overlay;
+use super::roots::{Roots, NOT_ON_PATH};
 use crate::scan::Kind;
+use crate::store::Snapshot;
 
 /// A root with its load-path position: `(rank, id)`, compared rank first.
 type Ranked = (u32, RootId);
@@ -24,8 +28,20 @@ pub enum Located {
 /// first `prefix_len` bytes of the stem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Deferred {
-    pub(super) root: RootId,
-    pub(super) prefix_len: usize,
+    root: RootId,
+    prefix_len: usize,
+}
+
+impl Deferred {
+    /// The root whose directory it is.
+    pub(super) fn root(&self) -> RootId {
+        self.root
+    }
+
+    /// The directory, relative to the root: a prefix of `stem`, the stem looked up.
+    pub(super) fn rel<'s>(&self, stem: &'s [u8]) -> &'s [u8] {
+        &stem[..self.prefix_len]
+    }
 }
 
 /// One step of a lookup: an answer, or a deferred directory to list first.
@@ -34,46 +50,75 @@ pub(super) enum Step {
     ListFirst(Deferred),
 }
 
-impl Index {
-    /// Parses a feature with this index's DLEXT (`None`: the index never answers it).
-    pub fn parse<'f>(&self, feature: &'f [u8]) -> Option<Query<'f>> {
-        Query::parse(feature, &self.policy.scan.dlext)
+/// What a lookup reads: the roots' ranks, and what is listed (the overlay, and the snapshot
+/// for the roots it still speaks for). Borrowed from the index for one question.
+#[derive(Clone, Copy)]
+pub(super) struct Tables<'a> {
+    roots: &'a Roots,
+    overlay: &'a Overlay,
+    snapshot: Option<&'a Snapshot>,
+}
+
+impl<'a> Tables<'a> {
+    pub(super) fn new(roots: &'a Roots, overlay: &'a Overlay, snapshot: Option<&'a Snapshot>) -> Self {
+        Tables { roots, overlay, snapshot }
+    }
+
+    /// The roots, ranked.
+    pub(super) fn roots(&self) -> &'a Roots {
+        self.roots
+    }
+
+    /// What this process listed.
+    pub(super) fn overlay(&self) -> &'a Overlay {
+        self.overlay
+    }
+
+    /// The cache snapshot, if one was read.
+    pub(super) fn snapshot(&self) -> Option<&'a Snapshot> {
+        self.snapshot
+    }
+
+    /// Calls `rb` and `ext` with each root having `stem.rb` and `stem.<dlext>` (overlay and
+    /// snapshot, ranked or not).
+    pub(super) fn for_each_posting(&self, stem: &[u8], mut rb: impl FnMut(RootId), mut ext: impl FnMut(RootId)) {
+        if let Some((prb, pext)) = self.overlay.postings(stem) {
+            prb.iter().for_each(&mut rb);
+            pext.iter().for_each(&mut ext);
+        }
+        if let Some(s) = self.snapshot {
+            if let Some((prb, pext)) = s.postings(stem) {
+                s.for_each_id(prb, rb);
+                s.for_each_id(pext, ext);
+            }
+        }
     }
 
     /// The best-ranked roots having `stem.rb` and `stem.<dlext>`.
     fn best(&self, stem: &[u8]) -> (Option<Ranked>, Option<Ranked>) {
-        let (mut rb, mut ext) = (None, None);
         let consider = |slot: &mut Option<Ranked>, id: RootId| {
-            if let Some(c) = self.ranked(id) {
+            if let Some(c) = self.roots.ranked(id) {
                 *slot = Some(slot.map_or(c, |s: Ranked| s.min(c)));
             }
         };
-        if let Some(p) = self.features.get(stem) {
-            p.rb.iter().for_each(|id| consider(&mut rb, id));
-            p.ext.iter().for_each(|id| consider(&mut ext, id));
-        }
-        if let Some(s) = &self.snapshot {
-            if let Some((prb, pext)) = s.postings(stem) {
-                s.for_each_id(prb, |id| consider(&mut rb, id));
-                s.for_each_id(pext, |id| consider(&mut ext, id));
-            }
-        }
+        let (mut rb, mut ext) = (None, None);
+        self.for_each_posting(stem, |id| consider(&mut rb, id), |id| consider(&mut ext, id));
         (rb, ext)
     }
 
     /// Calls `blind` and `deferred` with each root that has a blind spot or a deferred
     /// directory at `prefix` (snapshot and overlay; a lifted deferral is not one).
     pub(super) fn for_each_gap(&self, prefix: &[u8], mut blind: impl FnMut(RootId), mut deferred: impl FnMut(RootId)) {
-        let overlay = self.gaps.get(prefix);
+        let overlay = self.overlay.gaps().get(prefix);
         if let Some(o) = overlay {
-            o.blind.iter().for_each(&mut blind);
-            o.deferred.iter().for_each(&mut deferred);
+            o.blind().iter().for_each(&mut blind);
+            o.deferred().iter().for_each(&mut deferred);
         }
-        let Some(s) = self.snapshot.as_ref().filter(|s| s.has_gaps()) else { return };
+        let Some(s) = self.snapshot.filter(|s| s.has_gaps()) else { return };
         if let Some((pb, pd)) = s.gaps(prefix) {
             s.for_each_id(pb, blind);
             s.for_each_id(pd, |id| {
-                if self.is_cached(id) && !overlay.is_some_and(|o| o.lifted.contains(id)) {
+                if self.roots.is_cached(id) && !overlay.is_some_and(|o| o.lifted().contains(id)) {
                     deferred(id)
                 }
             });
@@ -84,10 +129,10 @@ impl Index {
     /// which a blind spot could hide a file, and the first-ranked deferred directory.
     fn first_gaps(&self, stem: &[u8]) -> (u32, Option<(u32, Deferred)>) {
         let (mut blind, mut deferred) = (NOT_ON_PATH, None::<(u32, Deferred)>);
-        if self.gaps.is_empty() && !self.snapshot.as_ref().is_some_and(|s| s.has_gaps()) {
+        if self.overlay.gaps().is_empty() && !self.snapshot.is_some_and(|s| s.has_gaps()) {
             return (blind, deferred);
         }
-        let rank = |id: RootId| self.rank.get(id as usize).copied().unwrap_or(NOT_ON_PATH);
+        let rank = |id: RootId| self.roots.rank(id);
         for prefix_len in prefix_lens(stem) {
             self.for_each_gap(
                 &stem[..prefix_len],

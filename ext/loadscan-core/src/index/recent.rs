@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::Hint;
+use super::resolve::Hint;
 use crate::hash::unseeded_hash;
 
 /// Slots of the table (a power of two): a path's hash picks its slot and is kept in it.

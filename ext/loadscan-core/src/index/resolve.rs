@@ -3,7 +3,8 @@
 //! `require` for a [`Reason`]. Pure logic: what Ruby knows (`rb_feature_provided`) and what the
 //! index found come in as arguments, so the tables below test every case without Ruby.
 
-use super::{Answer, FoundFile, Want};
+use super::feature::Want;
+use super::find::{Answer, FoundFile, Reason};
 
 /// The feature `Loadscan::CoreExt` requires to find out whether a plain `require` still reaches
 /// loadscan: a bare feature, so that it takes the way of every searching require (a layer in
@@ -26,50 +27,6 @@ pub enum Resolved {
     Defer(Reason),
     /// The feature was [`PROBE`]: the decorator is reached.
     Probe,
-}
-
-/// Why a require was left to Ruby (`Loadscan.stats[:left_to_ruby]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    /// Not a String (`to_path`/`to_str` objects, wrong types: Ruby converts or raises).
-    NotString,
-    /// A path, not a feature to search for: absolute, `./`, `../`, `~`, empty, or with a NUL.
-    NotFeature,
-    /// No entry had it, but an application directory where it would be changed since it was
-    /// listed (Ruby searches, and finds it or raises its `LoadError`). `:missing` to users.
-    UnsureMiss,
-    /// A blind spot (unreadable directory, cut symlink loop, …) could change the answer.
-    BlindSpot,
-    /// Already loaded under another spelling, or being loaded right now: Ruby's own rules
-    /// (its wait, or its circular-require warning) decide.
-    Loaded,
-    /// Another thread was scanning, `$LOAD_PATH` could not be mirrored (an entry's `to_path`
-    /// raised, a `~` entry), or loadscan is stopped.
-    Unavailable,
-}
-
-impl Reason {
-    /// Every reason, in the order of `Loadscan.stats`' counters.
-    pub const ALL: [Reason; 6] = [
-        Reason::NotString,
-        Reason::NotFeature,
-        Reason::UnsureMiss,
-        Reason::BlindSpot,
-        Reason::Loaded,
-        Reason::Unavailable,
-    ];
-
-    /// The reason's name in `Loadscan.stats`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Reason::NotString => "not_string",
-            Reason::NotFeature => "not_feature",
-            Reason::UnsureMiss => "unsure_miss",
-            Reason::BlindSpot => "blind_spot",
-            Reason::Loaded => "loaded",
-            Reason::Unavailable => "unavailable",
-        }
-    }
 }
 
 /// Which question [`resolve`] asks Ruby first about a found file; never what it answers. Both

@@ -1,8 +1,8 @@
 //! What a scan looks for and how far it goes.
 
 /// Options of a scan. `ScanOptions::default()` is what `require` on Linux needs. A boot's come
-/// from Ruby's `Loadscan::Config`, which sets `skip_dirs` and `eager_depth` always (its own
-/// defaults: `node_modules`, lazy); the binding falls back to these for `dlext` (no RbConfig:
+/// from Ruby's `Loadscan::Config`, which sets `skip_dirs` and `eager_depth` always (defaulting to
+/// these, read as `Loadscan::Native::DEFAULT_IGNORE_DIRS` and `DEFAULT_LAZY`); the binding falls back to these for `dlext` (no RbConfig:
 /// `--disable-gems`) and `threads` (0) alone. The core's tests and examples use them all.
 #[derive(Clone, Debug)]
 pub struct ScanOptions {

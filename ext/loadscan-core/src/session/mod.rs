@@ -1,5 +1,5 @@
 //! What a process follows: `$LOAD_PATH` as Ruby expands it ([`ExpandedLoadPath`]), one
-//! [`Index`] kept in line with it under one [`SyncPolicy`], an optional [`CacheFile`] read at
+//! [`Index`] kept in line with it under one [`crate::SyncPolicy`], an optional [`CacheFile`] read at
 //! the start and written on `save` (and the last boot's record beside it), the problems scans
 //! worked around (with how many were handed out for a warning), and the figures of
 //! `Loadscan.stats`. The binding holds one `Session` behind its lock and drives it exactly as
@@ -10,65 +10,24 @@
 
 mod figures;
 mod last_boot;
+mod life;
 mod pending;
+mod problems;
 
 use std::time::{Duration, Instant};
 
 pub use figures::{Counters, Figure, Requires, Stats, Timings};
 pub use last_boot::Json;
+pub use life::{Finished, Saved, Settings, Started};
 pub use pending::Pending;
+pub use problems::Problem;
 
 use crate::blocking::Blocking;
-use crate::index::{Answer, Explanation, Index, Reason, SyncPolicy};
+use crate::index::{Answer, Explanation, Index, Reason};
 use crate::load_path::{Entries, ExpandedLoadPath, SyncError};
-use crate::scan::{ProblemKind, ScanProblem};
+use crate::scan::ScanProblem;
 use crate::store::CacheFile;
-
-/// At most this many problems are kept (a tree full of unreadable directories must not make
-/// the process grow without bound).
-const MAX_PROBLEMS: usize = 1000;
-
-/// What a session is started with.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// How to scan and revalidate (the DLEXT of native extensions in its scan options).
-    pub policy: SyncPolicy,
-    /// Where the cache lives, if anywhere.
-    pub cache: Option<CacheFile>,
-    /// Read the cache, never write it nor the last boot's record (`readonly: true`); changed
-    /// later with [`Session::set_readonly`].
-    pub readonly: bool,
-}
-
-/// A session just started ([`Session::start`]), and what it found in the cache directory.
-pub struct Started {
-    /// The session, synced once with the load path.
-    pub session: Session,
-    /// Why an existing cache or its directory was not used (for one warning; then neither the
-    /// cache nor the record is written).
-    pub warning: Option<String>,
-    /// The last boot's record, read from the directory just opened (`None`: none, or not one to
-    /// trust; no warning, the command line's reading warns).
-    pub last_boot: Option<String>,
-}
-
-/// What [`Session::finish`] did.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Finished {
-    /// What became of the cache.
-    pub saved: Saved,
-    /// Why this boot's record could not be written (one line for a warning).
-    pub unrecorded: Option<String>,
-}
-
-/// Something a scan worked around, as reported to Ruby.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
-    /// What happened.
-    pub kind: ProblemKind,
-    /// One line for people, with the path.
-    pub message: String,
-}
+use problems::Problems;
 
 /// Roots scanned and refreshed by syncs since the last [`Session::take_rescan`], and the time.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -79,31 +38,6 @@ pub struct Rescan {
     pub refreshed: usize,
     /// Time the syncs took.
     pub took: Duration,
-}
-
-/// What [`Session::save`] did.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Saved {
-    /// Nothing changed since the cache was read.
-    Clean,
-    /// Written.
-    Written,
-    /// No cache (none configured, or refused at the start).
-    Skipped,
-    /// The write failed (one line, for a warning).
-    Failed(String),
-}
-
-impl Saved {
-    /// Its name in the last boot's record (`"cache"`) and in Ruby (a Symbol).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Saved::Clean => "clean",
-            Saved::Written => "written",
-            Saved::Skipped => "skipped",
-            Saved::Failed(_) => "failed",
-        }
-    }
 }
 
 /// One process's index, cache and figures.
@@ -117,9 +51,7 @@ pub struct Session {
     readonly: bool,
     /// Its cache was deleted by this process ([`Session::clear`]): not written again.
     cleared: bool,
-    problems: Vec<Problem>,
-    /// How many of `problems` were handed out for a warning already.
-    reported: usize,
+    problems: Problems,
     rescan: Option<Rescan>,
     figures: Figures,
 }
@@ -167,8 +99,7 @@ impl Session {
             writable,
             readonly,
             cleared: false,
-            problems: Vec::new(),
-            reported: 0,
+            problems: Problems::default(),
             rescan: None,
             figures,
         };
@@ -330,26 +261,22 @@ impl Session {
 
     /// Keeps problems for [`Session::problems`] and the next warning.
     fn absorb(&mut self, problems: Vec<ScanProblem>) {
-        let room = MAX_PROBLEMS.saturating_sub(self.problems.len());
-        let kept = problems.into_iter().take(room).map(|p| Problem { kind: p.kind, message: p.to_string() });
-        self.problems.extend(kept);
+        self.problems.absorb(problems);
     }
 
     /// Every problem scans worked around so far (at most `MAX_PROBLEMS`), oldest first.
     pub fn problems(&self) -> &[Problem] {
-        &self.problems
+        self.problems.all()
     }
 
     /// Whether some problems were not handed out by [`Session::take_unreported`] yet.
     pub fn has_unreported(&self) -> bool {
-        self.reported < self.problems.len()
+        self.problems.has_unreported()
     }
 
     /// The problems not handed out for a warning yet; they count as handed out from now on.
     pub fn take_unreported(&mut self) -> Vec<Problem> {
-        let new = self.problems[self.reported..].to_vec();
-        self.reported = self.problems.len();
-        new
+        self.problems.take_unreported()
     }
 
     /// What syncs scanned since the last call, if anything.

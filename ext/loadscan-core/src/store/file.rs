@@ -26,8 +26,8 @@ use std::time::{Duration, SystemTime};
 use super::cache_dir::{trusted_owner, CacheDir};
 use super::error::{LoadError, LoadErrorKind};
 use super::layout::header;
-use super::names::signature;
 use super::snapshot::{check_header, Snapshot};
+use super::sys;
 
 /// The largest cache file loadscan reads. The file is read whole into memory, so its size is
 /// memory the boot spends: a 50,000-feature cache is 1.8 MB and an 800-gem app listed in full
@@ -129,7 +129,7 @@ impl CacheDir {
 }
 
 /// Whether the file's first bytes are `signature`.
-fn starts_with(file: &mut impl Read, signature: &[u8]) -> bool {
+pub(super) fn starts_with(file: &mut impl Read, signature: &[u8]) -> bool {
     let mut head = vec![0u8; signature.len()];
     file.read_exact(&mut head).is_ok() && head == signature
 }
@@ -139,7 +139,7 @@ fn now_tag() -> u128 {
 }
 
 /// What a file that is not a regular one is, in a refusal: `not a regular file (fifo)`.
-fn type_name(file_type: rustix::fs::FileType) -> &'static str {
+pub(super) fn type_name(file_type: rustix::fs::FileType) -> &'static str {
     use rustix::fs::FileType;
     match file_type {
         FileType::RegularFile => "regular file",
@@ -156,7 +156,7 @@ fn type_name(file_type: rustix::fs::FileType) -> &'static str {
 /// Whether a cache file with this owner and mode may be read by `euid`: its own, or root's (a
 /// cache built as root — a Docker image layer — served read-only to the app's user; root can
 /// change anything anyway, so trusting its file adds nothing an attacker could use).
-fn file_refusal(uid: u32, mode: Mode, euid: u32) -> Option<LoadErrorKind> {
+pub(super) fn file_refusal(uid: u32, mode: Mode, euid: u32) -> Option<LoadErrorKind> {
     if !trusted_owner(uid, euid) {
         return Some(LoadErrorKind::Untrusted(format!("owned by uid {uid}, not by root or uid {euid}")));
     }
@@ -168,201 +168,7 @@ fn file_refusal(uid: u32, mode: Mode, euid: u32) -> Option<LoadErrorKind> {
 }
 
 /// The mode a new cache file is created with (before the umask): 0644.
-const CACHE_MODE: Mode = Mode::RUSR.union(Mode::WUSR).union(Mode::RGRP).union(Mode::ROTH);
+pub(super) const CACHE_MODE: Mode = Mode::RUSR.union(Mode::WUSR).union(Mode::RGRP).union(Mode::ROTH);
 
 /// Stale temp files are those of killed writers, older than this.
-const STALE_TEMP: Duration = Duration::from_secs(600);
-
-#[cfg(target_os = "linux")]
-mod sys {
-    //! Linux: everything relative to directory fds, flags and errnos from rustix.
-    use super::*;
-    use rustix::fs::{openat, statat, Access, AtFlags, FileType, OFlags};
-    use rustix::io::Errno;
-    use std::fs::File;
-
-    pub(super) fn open_file(dir: &CacheDir, name: &str) -> Result<File, LoadErrorKind> {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let file = match openat(&dir.fd, name, flags, Mode::empty()) {
-            Ok(fd) => File::from(fd),
-            Err(Errno::NOENT) => return Err(LoadErrorKind::Missing),
-            // A symlink (ELOOP under O_NOFOLLOW), or a socket or device that refuses to be opened so.
-            Err(Errno::LOOP) => return Err(LoadErrorKind::NotAFile("symlink")),
-            Err(Errno::NXIO) => return Err(LoadErrorKind::NotAFile("socket or device")),
-            Err(e) => return Err(LoadErrorKind::Io(e.into())),
-        };
-        let st = rustix::fs::fstat(&file).map_err(|e| LoadErrorKind::Io(e.into()))?;
-        let file_type = FileType::from_raw_mode(st.st_mode);
-        if file_type != FileType::RegularFile {
-            return Err(LoadErrorKind::NotAFile(type_name(file_type)));
-        }
-        match file_refusal(st.st_uid, Mode::from_raw_mode(st.st_mode), dir.euid) {
-            Some(e) => Err(e),
-            None => Ok(file),
-        }
-    }
-
-    /// Readable by others (subject to the umask): a cache holds names from the load path, no
-    /// secrets, and a cache built as root must be readable by the app's user (Docker images).
-    pub(super) fn create_new(dir: &CacheDir, name: &str) -> io::Result<File> {
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        Ok(File::from(openat(&dir.fd, name, flags, CACHE_MODE)?))
-    }
-
-    pub(super) fn dir_writable(dir: &CacheDir) -> bool {
-        rustix::fs::accessat(&dir.fd, ".", Access::WRITE_OK | Access::EXEC_OK, AtFlags::EACCESS).is_ok()
-    }
-
-    /// Whether `name` may be replaced: absent, or a loadscan cache of this user.
-    pub(super) fn replaceable(dir: &CacheDir, name: &str) -> io::Result<bool> {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let mut file = match openat(&dir.fd, name, flags, Mode::empty()) {
-            Ok(fd) => File::from(fd),
-            Err(Errno::NOENT) => return Ok(true),
-            Err(Errno::LOOP | Errno::NXIO) => return Ok(false),
-            Err(e) => return Err(e.into()),
-        };
-        let st = rustix::fs::fstat(&file)?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_uid != dir.euid {
-            return Ok(false);
-        }
-        Ok(st.st_size == 0 || starts_with(&mut file, signature(name)))
-    }
-
-    pub(super) fn remove_file(dir: &CacheDir, name: &str) -> io::Result<bool> {
-        let st = match statat(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => st,
-            Err(Errno::NOENT) => return Ok(false),
-            Err(e) => return Err(e.into()),
-        };
-        match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile | FileType::Symlink => {
-                rustix::fs::unlinkat(&dir.fd, name, AtFlags::empty())?;
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
-    }
-
-    pub(super) fn rename(dir: &CacheDir, from: &str, to: &str) -> io::Result<()> {
-        Ok(rustix::fs::renameat(&dir.fd, from, &dir.fd, to)?)
-    }
-
-    pub(super) fn remove(dir: &CacheDir, name: &str) {
-        let _ = rustix::fs::unlinkat(&dir.fd, name, AtFlags::empty());
-    }
-
-    /// Temp files left by killed writers (regular files of this user, older than ten minutes).
-    pub(super) fn remove_stale_temp_files(dir: &CacheDir, name: &str) {
-        let prefix = format!(".{name}.tmp.");
-        let Ok(entries) = rustix::fs::Dir::read_from(&dir.fd) else { return };
-        let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-        for e in entries.flatten() {
-            let n = e.file_name().to_bytes();
-            if !n.starts_with(prefix.as_bytes()) {
-                continue;
-            }
-            #[allow(clippy::unnecessary_cast)] // st_mtime is narrower than i64 on some targets
-            let stale = statat(&dir.fd, e.file_name(), AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
-                FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
-                    && st.st_uid == dir.euid
-                    && now.saturating_sub(st.st_mtime as i64) > STALE_TEMP.as_secs() as i64
-            });
-            if stale {
-                let _ = rustix::fs::unlinkat(&dir.fd, e.file_name(), AtFlags::empty());
-            }
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-use portable as sys;
-
-/// Other systems (macOS): the same checks by path with std only. The files in the cache dir are
-/// checked with `lstat`, and a file opened for reading must be the one checked (same device and
-/// inode).
-#[cfg(any(not(target_os = "linux"), feature = "portable-readdir"))]
-#[allow(dead_code)] // compiled on Linux with `portable-readdir` so that `cargo check` covers it
-mod portable {
-    use super::*;
-    use std::fs::{File, OpenOptions};
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-
-    pub(super) fn open_file(dir: &CacheDir, name: &str) -> Result<File, LoadErrorKind> {
-        let path = dir.path.join(name);
-        let before = match std::fs::symlink_metadata(&path) {
-            Ok(md) => md,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(LoadErrorKind::Missing),
-            Err(e) => return Err(LoadErrorKind::Io(e)),
-        };
-        let file_type = rustix::fs::FileType::from_raw_mode(before.mode() as _);
-        if !before.file_type().is_file() {
-            return Err(LoadErrorKind::NotAFile(type_name(file_type)));
-        }
-        let file = File::open(&path).map_err(LoadErrorKind::Io)?;
-        let md = file.metadata().map_err(LoadErrorKind::Io)?;
-        if (md.dev(), md.ino()) != (before.dev(), before.ino()) || !md.is_file() {
-            return Err(LoadErrorKind::NotAFile("file replaced while opened"));
-        }
-        match file_refusal(md.uid(), Mode::from_bits_truncate(md.mode() as _), dir.euid) {
-            Some(e) => Err(e),
-            None => Ok(file),
-        }
-    }
-
-    #[allow(clippy::useless_conversion)] // mode_t is u16 on macOS, u32 on Linux
-    pub(super) fn create_new(dir: &CacheDir, name: &str) -> io::Result<File> {
-        // O_CREAT | O_EXCL never follows a symlink.
-        OpenOptions::new().write(true).create_new(true).mode(CACHE_MODE.bits().into()).open(dir.path.join(name))
-    }
-
-    pub(super) fn dir_writable(dir: &CacheDir) -> bool {
-        use rustix::fs::{Access, AtFlags, CWD};
-        rustix::fs::accessat(CWD, &dir.path, Access::WRITE_OK | Access::EXEC_OK, AtFlags::EACCESS).is_ok()
-    }
-
-    pub(super) fn replaceable(dir: &CacheDir, name: &str) -> io::Result<bool> {
-        match open_file(dir, name) {
-            Err(LoadErrorKind::Missing) => Ok(true),
-            Err(LoadErrorKind::Io(e)) => Err(e),
-            Err(_) => Ok(false),
-            Ok(mut f) => Ok(f.metadata()?.len() == 0 || starts_with(&mut f, signature(name))),
-        }
-    }
-
-    pub(super) fn remove_file(dir: &CacheDir, name: &str) -> io::Result<bool> {
-        let path = dir.path.join(name);
-        match std::fs::symlink_metadata(&path) {
-            Ok(md) if md.file_type().is_file() || md.file_type().is_symlink() => {
-                std::fs::remove_file(path).map(|_| true)
-            }
-            Ok(_) => Ok(false),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    pub(super) fn rename(dir: &CacheDir, from: &str, to: &str) -> io::Result<()> {
-        std::fs::rename(dir.path.join(from), dir.path.join(to))
-    }
-
-    pub(super) fn remove(dir: &CacheDir, name: &str) {
-        let _ = std::fs::remove_file(dir.path.join(name));
-    }
-
-    pub(super) fn remove_stale_temp_files(dir: &CacheDir, name: &str) {
-        let prefix = format!(".{name}.tmp.");
-        let Ok(entries) = std::fs::read_dir(&dir.path) else { return };
-        for e in entries.flatten() {
-            let stale = e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix))
-                && std::fs::symlink_metadata(e.path()).ok().is_some_and(|m| {
-                    m.file_type().is_file()
-                        && m.uid() == dir.euid
-                        && m.modified().ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > STALE_TEMP)
-                });
-            if stale {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-}
+pub(super) const STALE_TEMP: Duration = Duration::from_secs(600);

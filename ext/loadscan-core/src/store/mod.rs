@@ -24,10 +24,11 @@
 //! another process may have written must be validated, so rkyv's unchecked access is not an
 //! option. Boot-level figures are in `bench/README.md`.
 //!
-//! # Layout (version 4)
+//! # Layout (version 5, [`FORMAT_VERSION`])
 //! ```text
 //! header  64 bytes: magic "LOADSCAN", version, body length, CRC32 of the body, env key length
-//! body    env key (loadscan version, RUBY_REVISION, RUBY_PLATFORM, DLEXT) then the sections:
+//! body    env key (Config#env_key: loadscan version, RUBY_REVISION, RUBY_PLATFORM, DLEXT, EXTSTATIC,
+//!         ignored directories) then the sections:
 //!         counts | roots | dirs | gaps | features | slots | ids | prefixes | prefix_slots | not_linked_in | strings
 //! ```
 //! Roots own ranges of dirs and *gaps* (blind spots and deferred directories, each tagged);
@@ -39,6 +40,8 @@
 //! native extension): one id inline, or an index into `ids` for several. `slots` is an
 //! open-addressing table over the feature records keyed by [`crate::hash::unseeded_hash`]. Each
 //! record's fields are placed once, in `layout.rs`, for both the writer and the reader.
+//! `not_linked_in` holds the features Ruby's own search could not load (`index::linked_in`), one
+//! string each.
 
 mod buffer;
 mod cache_dir;
@@ -50,6 +53,7 @@ mod layout;
 mod names;
 mod private_group;
 mod snapshot;
+mod sys;
 mod validate;
 
 pub use buffer::Bytes;

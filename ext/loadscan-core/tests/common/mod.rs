@@ -2,6 +2,8 @@
 //! and warm boots through a cache, the trust of this test process, and answers as strings.
 #![allow(dead_code)]
 
+pub mod session;
+
 use loadscan_core::internals::Index;
 use loadscan_core::internals::{encode, CacheDir, LoadError, LoadErrorKind, RootRecord, Snapshot, SyncReport};
 use loadscan_core::ScanOptions;
