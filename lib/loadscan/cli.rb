@@ -258,7 +258,8 @@ module Loadscan
         return 1
       end
       emit({ "cache_dir" => dir, "last_boot" => last }) do |d|
-        [LastBoot.describe(d["last_boot"]), *(LastBoot.describe_gc(d["last_boot"]["gc"]) if d["last_boot"]["gc"].is_a?(Hash))]
+        [LastBoot.describe(d["last_boot"]), *(LastBoot.describe_gc(d["last_boot"]["gc"]) if d["last_boot"]["gc"].is_a?(Hash)),
+         *LastBoot.describe_compile_cache(d["last_boot"]["compile_cache"])]
       end
       0
     end
@@ -344,7 +345,7 @@ module Loadscan
     end
 
     def cmd_profile(command)
-      require_relative "profile/command"
+      require_relative "cli/profile_command"
       profile = Profile::Command.new(app: App.nearest || Dir.pwd, command: command, output: @output,
                                      timeout: @timeout, env: @env)
       profile.run

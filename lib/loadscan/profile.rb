@@ -22,6 +22,7 @@ module Loadscan
   # (`feature`, the object the call was given, while the entry is open; the label is its `to_s`;
   # times in nanoseconds, whole numbers: what the clocks give cheapest, as GC.total_time does.)
   class Profile
+    SOURCE = __FILE__
     KIND, LABEL, FILE, PARENT, WALL0, CPU0, ALLOC0, GC0, FEATURE, WALL1, CPU1, ALLOC1, GC1 = (0..12).to_a
     # How old a CPU time reading may be, in wall nanoseconds, to stand for now (cpu_at).
     CPU_FRESH_NS = 20_000
@@ -47,10 +48,14 @@ module Loadscan
 
       # Starts recording from now (one profile at a time).
       def start(name:, startup: false)
-        require_relative "profile/hooks"
+        require_relative "profile/boot/hooks"
+        require_relative "profile/boot/sampler"
+        Sampler.native # the extension loaded before the profile starts (none of its time)
         profile = new(name: name, startup: startup)
         Hooks.attach
         @current = profile
+        profile.sample
+        profile
       end
 
       # Stops the current profile (called by Profile#finish).
@@ -140,16 +145,16 @@ module Loadscan
       # how long that took since `started` (the profile's end).
       def write(tree, path, started = wall, summary: true)
         require_relative "profile/report"
+        require_relative "profile/speedscope" # (the page embeds its JSON; Unwritable below)
         begin
           if path.match?(/\.html\z/i)
             require_relative "profile/html"
             replace(path, HTML.render(tree))
           else
-            require_relative "profile/speedscope"
             replace(path, Speedscope.render(tree))
           end
           written = format("loadscan: profile written to %s in %.1f ms", path, wall - started)
-        rescue SystemCallError, IOError => e
+        rescue SystemCallError, IOError, Speedscope::Unwritable => e
           failed = "could not write the profile to #{path.b}: #{e.message.b.sub(/ @ .*/m, "")}"
         end
         $stderr.puts(Report.text(tree), *written) if summary
@@ -168,7 +173,7 @@ module Loadscan
       end
 
       # One warning of each kind per process (Loadscan::Warnings would load the extension: the
-      # profile starts before it, from profile/start.rb).
+      # profile starts before it, from profile/boot/start.rb).
       def warn_once(kind, message)
         (@warned ||= {})[kind] ||= Kernel.warn("loadscan: #{message}", uplevel: nil) || true
       end
@@ -206,14 +211,21 @@ module Loadscan
       leave(index, finished, result, loaded_before) if index
     end
 
+    # Starts the stack sampler (Profile::Sampler): the time entries spend in other gems'
+    # methods becomes entries of their own (:call).
+    def sample
+      @sampling = Sampler.start([SOURCE, Hooks::SOURCE])
+    end
+
     # Ends the recording (the boot's entry closes now); idempotent.
     def finish
       return if @tree
 
       leave(@stack.first) until @stack.empty?
       self.class.stopped(self)
+      samples = Sampler.stop if @sampling
       require_relative "profile/tree"
-      @tree = Tree.new(@name, @nodes)
+      @tree = Tree.new(@name, @nodes, samples: samples)
     end
 
     # The recorded tree (after finish).
@@ -292,8 +304,8 @@ module Loadscan
       end
       if !finished
         node[LABEL] = "#{node[LABEL]} (raised)"
-      elsif node[FILE].nil? && loaded_before && $LOADED_FEATURES.size > loaded_before
-        node[FILE] = $LOADED_FEATURES.last # provided once loaded: the last one is this call's
+      elsif node[FILE].nil? && loaded_before && $LOADED_FEATURES.size > loaded_before && node[KIND] != :phase
+        node[FILE] = $LOADED_FEATURES.last # provided once loaded: the last one is this call's (a phase loads many: none)
       end
       Phases.check if node[KIND] != :boot # what the file defined: Bundler, Rails' initializers
     end

@@ -23,16 +23,12 @@ use std::time::{Duration, Instant};
 
 use rb_sys::{ID, VALUE};
 
+use crate::sys::symbol;
+
 type Job = unsafe extern "C" fn(*mut c_void);
 type Preregister = unsafe extern "C" fn(c_uint, Job, *mut c_void) -> c_uint;
 type Trigger = unsafe extern "C" fn(c_uint);
 
-extern "C" {
-    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-}
-
-/// `RTLD_DEFAULT` on glibc and musl (macOS's is -2, and it has no /proc: BootGC never starts there).
-const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
 /// What `rb_postponed_job_preregister` answers when Ruby's table of jobs is full.
 const INVALID_HANDLE: c_uint = c_uint::MAX;
 
@@ -71,12 +67,6 @@ static mut LOADSCAN: VALUE = rb_sys::Qnil as VALUE;
 static mut ENDED: VALUE = rb_sys::Qnil as VALUE;
 static mut REGISTERED: bool = false;
 
-fn symbol<T>(name: &[u8]) -> Option<T> {
-    let name = CStr::from_bytes_with_nul(name).ok()?;
-    let p = unsafe { dlsym(RTLD_DEFAULT, name.as_ptr()) };
-    (!p.is_null()).then(|| unsafe { std::mem::transmute_copy::<*mut c_void, T>(&p) })
-}
-
 fn id(name: &CStr) -> ID {
     unsafe { rb_sys::rb_intern(name.as_ptr()) }
 }
@@ -107,12 +97,7 @@ pub fn rss() -> i64 {
 
 /// Seconds of `CLOCK_MONOTONIC`, as Ruby's `Process.clock_gettime(Process::CLOCK_MONOTONIC)`.
 fn monotonic() -> f64 {
-    extern "C" {
-        fn clock_gettime(clock: i32, ts: *mut [i64; 2]) -> i32;
-    }
-    let mut ts = [0i64; 2];
-    unsafe { clock_gettime(1, &mut ts) };
-    ts[0] as f64 + ts[1] as f64 / 1e9
+    crate::sys::clock_ns(crate::sys::CLOCK_MONOTONIC) as f64 / 1e9
 }
 
 /// Why the deferral ends (`BootGC`'s names).

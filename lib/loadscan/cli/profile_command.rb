@@ -4,16 +4,16 @@ require "rbconfig"
 require "tmpdir"
 require "json"
 require_relative "../profile"
-require_relative "tree"
-require_relative "report"
-require_relative "html"
+require_relative "../profile/tree"
+require_relative "../profile/report"
+require_relative "../profile/html"
 
 module Loadscan
   class Profile
-    # `loadscan profile [-- COMMAND]`: runs the app's boot (COMMAND, or the boot `doctor` runs:
+    # `loadscan profile [-- COMMAND]` (in cli/: a command's, never loaded by a boot): runs the app's boot (COMMAND, or the boot `doctor` runs:
     # `bin/rails runner nil` in a Rails app, else config/boot.rb or bundler/setup then
     # `Bundler.require`) in the app's directory with LOADSCAN_PROFILE set and the recorder
-    # loaded first (`RUBYOPT=-r…/profile/start.rb`), then prints the summary and writes the
+    # loaded first (`RUBYOPT=-r…/profile/boot/start.rb`), then prints the summary and writes the
     # speedscope JSON and the HTML page (`--output BASE`: BASE.json and BASE.html; by default
     # tmp/loadscan-profile.* in the app).
     class Command
@@ -89,21 +89,25 @@ module Loadscan
          "speedscope: #{@json_path} (open it at https://www.speedscope.app)", "page: #{@html_path}"]
       end
 
+      # The summary as one Hash (`--json`): every gem, method, file and initializer, nothing cut.
+      # Own times (`self_ms`) are without GC, `gc_ms` the GC in them; `total_ms` is with what
+      # an entry loaded and ran, GC included (`total_gc_ms` of it).
       def summary
         return { "command" => command_line, "error" => how_it_ended } unless @tree
 
         { "command" => command_line, "exit" => @status.exitstatus, "process_ms" => @wall_ms.round(1), "total_ms" => @tree.total_ms.round(1),
-          "gc_ms" => @tree.gc_ms.round(1), "outside_ms" => @tree.outside_ms.round(1),
-          "gems" => @tree.gems(20).map { |g, s| { "gem" => g }.merge(s.transform_values { |v| v.is_a?(Float) ? v.round(2) : v }) },
-          "features" => @tree.features(20).map { |e| entry(e) }, "initializers" => @tree.initializers.first(20).map { |e| entry(e) },
+          "gc_ms" => @tree.gc_ms.round(1), "outside_ms" => @tree.outside_ms.round(1), "samples" => @tree.samples,
+          "gems" => @tree.gems.map { |g, s| { "gem" => g }.merge(s.transform_values { |v| v.is_a?(Float) ? v.round(2) : v }) },
+          "calls" => @tree.calls.map { |c| c.transform_values { |v| v.is_a?(Float) ? v.round(2) : v } },
+          "features" => @tree.features.map { |e| entry(e) }, "initializers" => @tree.initializers.map { |e| entry(e) },
           "json" => @json_path, "html" => @html_path }
       end
 
       private
 
       def entry(e)
-        { "label" => e.label, "gem" => e.gem, "file" => e.file, "self_ms" => e.self_wall.round(2), "total_ms" => e.wall.round(2),
-          "allocated" => e.self_allocated, "gc_ms" => e.self_gc.round(2) }
+        { "label" => e.label, "gem" => e.gem, "file" => e.file, "self_ms" => Tree.own(e).round(2), "gc_ms" => e.self_gc.round(2),
+          "total_ms" => e.wall.round(2), "total_gc_ms" => e.gc.round(2), "allocated" => e.self_allocated }
       end
 
       def how_it_ended
@@ -175,7 +179,7 @@ module Loadscan
       end
 
       def child_env
-        start = File.expand_path("start.rb", __dir__)
+        start = File.expand_path("../profile/boot/start.rb", __dir__)
         { "LOADSCAN_PROFILE" => @json_path, "LOADSCAN_PROFILE_PARENT" => Process.pid.to_s,
           "RUBYOPT" => "-r#{start} #{@env["RUBYOPT"]}".strip }
       end
