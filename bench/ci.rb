@@ -63,10 +63,10 @@ File.write(COUNT, <<~RUBY)
   at_exit { File.binwrite(ENV.fetch("BENCH_CI_COUNTS"), Marshal.dump(counts)) }
 RUBY
 
-boots = App.variants(rails_env: "test", only: %w[stock bootsnap loadscan+compile_cache], app: app, caches: caches)
+boots = App.variants(rails_env: "test", only: %w[stock bootsnap loadscan+compile_cache loadscan_first], app: app, caches: caches)
 variants = boots.flat_map do |v|
   v.env = v.env.merge("CI" => "1")
-  next [v] if v.name == "stock"
+  next [v] if v.name == "stock" || v.name == "loadscan_first" # no setting: its compile cache is keyed by contents
 
   revalidate = Bench::Variant.new(name: "#{v.name},revalidate", argv: v.argv, chdir: v.chdir,
                                   env: v.env.merge("BOOTSNAP_REVALIDATE" => "1",
@@ -103,12 +103,12 @@ rows = variants.map do |v|
   base = v.name.end_with?(",revalidate") ? cpu[v.name.delete_suffix(",revalidate")] : nil
   c = counts[v.name]
   [v.name, format("%.0f", stats.median(t) * 1000), format("%.0f–%.0f", t.min * 1000, t.max * 1000), ratio.(t, cpu["stock"]),
-   base ? ratio.(t, base) : "-", c ? (c.empty? ? "none" : c.sort.map { |k, n| "#{k} #{n}" }.join(", ")) : "-"]
+   base ? ratio.(t, base) : "-", ratio.(t, cpu["bootsnap,revalidate"]), c ? (c.empty? ? "none" : c.sort.map { |k, n| "#{k} #{n}" }.join(", ")) : "-"]
 end
 puts "\nA fresh checkout's boot on CI (RAILS_ENV=test, CI=1: eager loading), caches restored; #{opts[:rounds]} alternating " \
      "rounds:\nCPU ms median and range; ratios: geometric mean of the paired rounds [99% CI]; Bootsnap's instrumentation " \
      "(one boot): the events it reported.\n\n"
-text = Bench::Runner.table(%w[boot cpu_ms range_ms cpu/stock cpu/without_revalidate bootsnap_events], rows)
+text = Bench::Runner.table(%w[boot cpu_ms range_ms cpu/stock cpu/without_revalidate cpu/bootsnap_revalidate bootsnap_events], rows)
 puts text
 json = Bench::Runner.write_json("ci", { versions: versions, rounds: opts[:rounds], files: opts[:files], table: text,
                                         cpu_ms: cpu.transform_values { |t| t.map { |x| (x * 1000).round(1) } },

@@ -5,7 +5,7 @@
 # with LOADSCAN_GC=off, and loadscan alone; `bin/rails runner nil` in each environment asked for
 # (production eager-loads the app and the frameworks).
 #
-#   ruby bench/rails.rb [--rounds 10] [--envs development,production] [--no-instructions] [--jobs 2]
+#   ruby bench/rails.rb [--rounds 10] [--envs development,production] [--no-instructions] [--jobs 2] [--only a,b]
 #
 # Needs Ruby 3.2+ with Debian sid's Rails stack (bin/setup-rails-gems): on Ruby 3.3.8 against
 # Bootsnap 1.26.1 (sid's); Ruby 3.4's stack has no Bootsnap, so there only stock and loadscan
@@ -27,6 +27,7 @@ OptionParser.new do |o|
   o.on("--[no-]instructions", "count instructions under callgrind (about a minute per boot)") { |v| opts[:instructions] = v }
   o.on("--jobs N", Integer, "callgrind runs at a time") { |v| opts[:jobs] = v }
   o.on("--regen", "generate the app again") { opts[:regen] = true }
+  o.on("--only LIST", Array, "these boots only (stock and Bootsnap always)") { |v| opts[:only] = v | %w[stock bootsnap] }
 end.parse!
 reason = Bench::RailsApp.missing and abort("bench/rails.rb: #{reason}")
 abort "bench/rails.rb: valgrind not found (bin/setup installs it)" if opts[:instructions] && !system("valgrind --version >/dev/null 2>&1")
@@ -39,7 +40,7 @@ versions = %w[railties bootsnap zeitwerk].map { |g| "#{g} #{lock[/^    #{g} \(([
 puts "Rails app #{app} (#{versions}), #{RUBY_DESCRIPTION}; load average #{File.read("/proc/loadavg").split.first(3).join(" ")}"
 
 results = opts[:envs].to_h do |rails_env|
-  vs = App.variants(rails_env: rails_env)
+  vs = App.variants(rails_env: rails_env, only: opts[:only])
   App.warm(vs)
   profiled = vs.to_h { |v| [v.name, App.report(v, "#{rails_env}-profiled", profile: true)] }
   cpu = Bench::Runner.alternate(vs, runs: opts[:rounds], warmup: 0, clock: :cpu)

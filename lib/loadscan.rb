@@ -33,6 +33,10 @@ module Loadscan
     def setup(**options)
       return reconfigure(options) if @active
 
+      # LOADSCAN_PROFILE=path: the boot is profiled from here at the latest (loadscan/setup
+      # starts it before loading loadscan; README, "Boot profile"). Requiring loadscan starts nothing.
+      Profile.start_from_env(ENV["LOADSCAN_PROFILE"]) if ENV["LOADSCAN_PROFILE"] || ENV["LOADSCAN_PROFILE_EXEC"]
+
       bootsnap_load_path_cache(engaged = engage(options))
       engaged
     end
@@ -78,6 +82,7 @@ module Loadscan
       @active = true
       start_boot_gc(@config, last_boot)
       CoreExt.check
+      start_compile_cache(@config)
       true
     end
 
@@ -87,6 +92,14 @@ module Loadscan
     # not set up).
     def booted!
       active? && end_boot(:booted)
+    end
+
+    # loadscan's compile cache (README, "Compile cache"), where the settings keep it on.
+    private def start_compile_cache(config)
+      return unless config.compile_cache
+
+      require_relative "loadscan/compile_cache"
+      CompileCache.start(config)
     end
 
     # The end of the boot (`why`: :booted, or :rails from the railtie's after_initialize): GC
@@ -127,12 +140,15 @@ module Loadscan
     # require) and `left_to_ruby` (those by reason: `unsure_miss`, a miss the index cannot be
     # sure of; `not_feature`, absolute or `./` paths; `not_string`; `loaded` under another
     # spelling or being loaded; `blind_spot`; `unavailable`), `engaged` (see engaged?), `bootsnap_load_path_cache` (see bootsnap), entries
-    # scanned, features indexed, timings, and `setup_before_bundler` (set up before Bundler was
-    # loaded: at config/boot.rb's first line, config/loadscan_boot.rb).
+    # scanned, features indexed, timings, `setup_before_bundler` (set up before Bundler was
+    # loaded: at config/boot.rb's first line, config/loadscan_boot.rb), and `compile_cache` (nil
+    # when off): `hits` (files served from it), `misses` (compiled by Ruby, kept for the next
+    # boot), `bypasses` (left to Ruby unasked: coverage, an unreadable file), `bytes_read`,
+    # `bytes_written`, `entries`, `pending`.
     def stats
       stats = active? ? Native.stats : nil
       stats&.merge(engaged: CoreExt.engaged?, bootsnap_load_path_cache: @bootsnap, gc: BootGC.figures,
-                   setup_before_bundler: @before_bundler)
+                   setup_before_bundler: @before_bundler, compile_cache: defined?(CompileCache) ? CompileCache.stats : nil)
     end
 
     # Everything the scanner worked around, as `[kind, message]` pairs (`:loop`, `:unreadable`,
@@ -312,6 +328,7 @@ module Loadscan
 
         CoreExt.recheck
         BootGC.finish(:exit)
+        CompileCache.finish if defined?(CompileCache)
         finish_session
       end
     end
@@ -334,7 +351,7 @@ module Loadscan
     def boot_fields
       { at: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), pid: Process.pid, program: $PROGRAM_NAME.to_s,
         ruby: RUBY_VERSION, environment: { "RAILS_ENV" => ENV["RAILS_ENV"], "RACK_ENV" => ENV["RACK_ENV"] },
-        engaged: CoreExt.engaged?, gc: BootGC.figures }
+        engaged: CoreExt.engaged?, gc: BootGC.figures, compile_cache: defined?(CompileCache) ? CompileCache.stats : nil }
     end
 
     # The LOADSCAN_STATS=1 line: this boot's figures, as `loadscan stats` shows the last boot's.
@@ -342,10 +359,8 @@ module Loadscan
       return "loadscan: stopped" unless figures
 
       record = fields.merge(figures).transform_keys(&:to_s)
-      "loadscan: #{LastBoot.describe(record, who: false)}; #{LastBoot.describe_gc(fields[:gc])}"
+      cc = LastBoot.describe_compile_cache(fields[:compile_cache])
+      "loadscan: #{LastBoot.describe(record, who: false)}; #{LastBoot.describe_gc(fields[:gc])}#{"; #{cc}" if cc}"
     end
   end
 end
-
-# LOADSCAN_PROFILE=path: the boot is profiled from here, loadscan's own load (README, "Boot profile").
-Loadscan::Profile.start_from_env(ENV["LOADSCAN_PROFILE"]) if ENV["LOADSCAN_PROFILE"]

@@ -18,7 +18,10 @@ module Bench
   #   load-path cache off), then `require "bootsnap/setup"` (Bootsnap's compile cache only), GC deferred during
   #   the boot as loadscan does by default; and the same with LOADSCAN_GC=off (GC as in the
   #   others, to tell the load-path cache's share from the deferral's);
-  # - loadscan: loadscan alone (Bootsnap's line skipped).
+  # - loadscan: loadscan alone (Bootsnap's line skipped);
+  # - loadscan_first: loadscan set up on config/boot.rb's first line, before `bundler/setup` (its
+  #   compile cache serves Bundler's files too), then Bootsnap as generated (its YAML cache; its
+  #   load-path and iseq caches left to loadscan's).
   # Each has its own cache dirs, kept between runs (warm once filled).
   module RailsApp
     BOOTS = {
@@ -27,10 +30,12 @@ module Bench
       "loadscan+compile_cache" => { "BENCH_LOADSCAN" => "1" },
       "loadscan+compile_cache,gc_off" => { "BENCH_LOADSCAN" => "1", "LOADSCAN_GC" => "off" },
       "loadscan" => { "BENCH_LOADSCAN" => "1", "BENCH_BOOTSNAP" => "0" },
+      "loadscan_first" => { "BENCH_LOADSCAN" => "1", "BENCH_LOADSCAN_FIRST" => "1" },
     }.freeze
     LABELS = { "stock" => "stock", "bootsnap" => "Bootsnap (full)",
                "loadscan+compile_cache" => "loadscan + Bootsnap's compile cache",
-               "loadscan+compile_cache,gc_off" => "the same, LOADSCAN_GC=off", "loadscan" => "loadscan alone" }.freeze
+               "loadscan+compile_cache,gc_off" => "the same, LOADSCAN_GC=off", "loadscan" => "loadscan alone",
+               "loadscan_first" => "loadscan on boot.rb's first line + Bootsnap" }.freeze
     DIR = File.join(Fixtures::DIR, "rails72")
     REPORTS = File.join(OUT_DIR, "rails")
 
@@ -77,6 +82,7 @@ module Bench
         # Written by bench/support/rails_app.rb: the generated config/boot.rb, plus loadscan when
         # BENCH_LOADSCAN=1, Bootsnap unless BENCH_BOOTSNAP=0, and the boot report when asked.
         load #{File.join(ROOT, "bench", "support", "boot_report.rb").inspect} if ENV["BENCH_BOOT_REPORT"]
+        require #{File.join(lib, "loadscan", "setup").inspect} if ENV["BENCH_LOADSCAN_FIRST"] == "1" # before Bundler
         ENV["BUNDLE_GEMFILE"] ||= File.expand_path("../Gemfile", __dir__)
 
         require "bundler/setup" # Set up gems listed in the Gemfile.

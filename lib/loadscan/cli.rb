@@ -258,7 +258,8 @@ module Loadscan
         return 1
       end
       emit({ "cache_dir" => dir, "last_boot" => last }) do |d|
-        [LastBoot.describe(d["last_boot"]), *(LastBoot.describe_gc(d["last_boot"]["gc"]) if d["last_boot"]["gc"].is_a?(Hash))]
+        [LastBoot.describe(d["last_boot"]), *(LastBoot.describe_gc(d["last_boot"]["gc"]) if d["last_boot"]["gc"].is_a?(Hash)),
+         *LastBoot.describe_compile_cache(d["last_boot"]["compile_cache"])]
       end
       0
     end
@@ -276,7 +277,13 @@ module Loadscan
       dir = app_cache_dir
       return emit({ "removed" => [] }) { "no cache configured" } || 0 unless dir
 
-      removed = Loadscan.clear_cache(dir)
+      raise Usage, "the extension did not load: #{Native.load_error.message}" unless Native.available?
+
+      removed = Native.clear_cache(dir)
+      unless removed.is_a?(Array) # why it could not: one line, and nothing else said
+        @err.puts(Output.text("loadscan clear: #{Output.utf8(removed)}"))
+        return 1
+      end
       emit({ "cache_dir" => dir, "removed" => removed }) do |d|
         d["removed"].empty? ? "nothing to remove in #{d["cache_dir"]}" : d["removed"].map { |path| "removed #{path}" }
       end
@@ -338,12 +345,15 @@ module Loadscan
     end
 
     def cmd_profile(command)
-      require_relative "profile/command"
+      require_relative "cli/profile_command"
       profile = Profile::Command.new(app: App.nearest || Dir.pwd, command: command, output: @output,
                                      timeout: @timeout, env: @env)
-      ok = profile.run
+      profile.run
       emit(profile.summary) { profile.lines }
-      ok ? 0 : 1
+      profile.exit_status
+    rescue Profile::Command::Failed => e
+      @err.puts(Output.text("loadscan profile: #{e.message}"))
+      e.status
     end
 
     def cmd_doctor(_args)

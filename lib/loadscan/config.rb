@@ -21,6 +21,8 @@ module Loadscan
   #                               Gem.path, Bundler's path and Ruby's own), checked with one stat
   #                               per load-path entry instead of one per directory
   #   LOADSCAN_STATS=1            one summary line on stderr at exit
+  #   LOADSCAN_COMPILE_CACHE=0    no compile cache: Ruby compiles every file it loads (default on
+  #                               where loadscan is engaged: Loadscan::CompileCache)
   #   LOADSCAN_IGNORE_DIRS=A:B    directories never listed, left to Ruby's require: a name (every
   #                               directory so named, at any depth) or an absolute path; default
   #                               node_modules; empty: none (dot-directories are never listed)
@@ -45,7 +47,7 @@ module Loadscan
     # (REQUIRE_NATIVE is read at install time only, by extconf.rb: known, so that a CI job that
     # sets it for the whole job is not warned about it at boot.)
     KNOWN = %w[DISABLE CACHE_DIR CACHE VALIDATE READONLY THREADS LAZY STABLE_DIRS STATS IGNORE_DIRS
-               GC REQUIRE_NATIVE PROFILE PROFILE_PARENT].map { "LOADSCAN_#{_1}" }.freeze
+               GC REQUIRE_NATIVE PROFILE PROFILE_PARENT PROFILE_EXEC COMPILE_CACHE].map { "LOADSCAN_#{_1}" }.freeze
     # The test suite's own variables, passed down to the processes it boots.
     TEST_PREFIX = "LOADSCAN_TEST_"
     # The project's build and test scripts' variables (bin/, rakelib/, test/): not settings, and
@@ -53,6 +55,9 @@ module Loadscan
     DEVELOPMENT = %w[GEM_CACHE CARGO_CACHE NATIVE_RUBIES AARCH64_RUBIES GLIBC_FLOOR BLESS].map { "LOADSCAN_#{_1}" }.freeze
 
     attr_reader :enabled, :threads, :dlext, :cache_dir, :validate, :readonly, :lazy, :stats
+    # Whether loaded files' instruction sequences come from loadscan's compile cache
+    # (LOADSCAN_COMPILE_CACHE, `compile_cache:`).
+    attr_reader :compile_cache
     # Whether GC is deferred during the boot (LOADSCAN_GC, `gc:`): true, false or :auto.
     attr_reader :gc
     # Directory names and absolute paths the scanner never lists (LOADSCAN_IGNORE_DIRS).
@@ -72,7 +77,7 @@ module Loadscan
     end
 
     def initialize(enabled: nil, threads: nil, cache_dir: nil, cache: nil, validate: nil, readonly: nil,
-                   stable_dirs: nil, lazy: nil, stats: nil, ignore_dirs: nil, gc: nil, env: ENV)
+                   stable_dirs: nil, lazy: nil, stats: nil, ignore_dirs: nil, gc: nil, compile_cache: nil, env: ENV)
       @env = env
       @problems = []
       unknown_variables
@@ -82,6 +87,7 @@ module Loadscan
       @readonly = readonly.nil? ? flag("LOADSCAN_READONLY", false) : readonly
       @lazy = lazy.nil? ? flag("LOADSCAN_LAZY", LAZY_DEFAULT) : lazy
       @stats = stats.nil? ? flag("LOADSCAN_STATS", false) : stats
+      @compile_cache = compile_cache.nil? ? flag("LOADSCAN_COMPILE_CACHE", true) : compile_cache
       @gc = gc.nil? ? gc_setting : gc
       cache = flag("LOADSCAN_CACHE", true) if cache.nil?
       @cache_dir = cache ? cache_dir_setting(cache_dir) : nil

@@ -77,6 +77,17 @@ module Loadscan
           "#{g["allocated_objects"]} objects allocated; #{g["runs_after_boot"]} runs since"
       end
 
+      # What the compile cache did in a boot, in one line (its figures: Loadscan.stats[:compile_cache]
+      # or a record's "compile_cache"); nil when it had none (off, or an older record).
+      def describe_compile_cache(figures)
+        f = figures.to_h.transform_keys(&:to_s)
+        return nil unless f["hits"].is_a?(Integer)
+
+        kb = ->(n) { format("%.0f KB", n.to_i / 1024.0) }
+        "compile cache: #{f["hits"]} files served (#{kb.(f["bytes_read"])}), #{f["misses"]} compiled by Ruby, " \
+          "#{f["bypasses"]} bypassed; #{f["entries"]} entries read, #{f["bytes_written"].to_i.positive? ? "#{kb.(f["bytes_written"])} written" : "nothing written"}"
+      end
+
       private
 
       # The record's text, or nil: none, no extension, or refused (then the block gets why).

@@ -22,6 +22,7 @@ module Loadscan
   # (`feature`, the object the call was given, while the entry is open; the label is its `to_s`;
   # times in nanoseconds, whole numbers: what the clocks give cheapest, as GC.total_time does.)
   class Profile
+    SOURCE = __FILE__
     KIND, LABEL, FILE, PARENT, WALL0, CPU0, ALLOC0, GC0, FEATURE, WALL1, CPU1, ALLOC1, GC1 = (0..12).to_a
     # How old a CPU time reading may be, in wall nanoseconds, to stand for now (cpu_at).
     CPU_FRESH_NS = 20_000
@@ -30,9 +31,11 @@ module Loadscan
       # The profile recording now (nil when none).
       attr_reader :current
 
-      # Records the block: returns a Profile::Tree (the block's own result is not kept).
-      def run(name: "Loadscan.profile")
-        raise ArgumentError, "a profile is already recording" if @current
+      # Records the block: returns a Profile::Tree (the block's own result is not kept). Inside
+      # a profile already recording (LOADSCAN_PROFILE, `loadscan profile`), the block's entries
+      # are that profile's too, and the tree returned is theirs alone.
+      def run(name: "Loadscan.profile", &block)
+        return @current.excerpt(name, &block) if @current
 
         profile = start(name: name)
         begin
@@ -45,10 +48,14 @@ module Loadscan
 
       # Starts recording from now (one profile at a time).
       def start(name:, startup: false)
-        require_relative "profile/hooks"
+        require_relative "profile/boot/hooks"
+        require_relative "profile/boot/sampler"
+        Sampler.native # the extension loaded before the profile starts (none of its time)
         profile = new(name: name, startup: startup)
         Hooks.attach
         @current = profile
+        profile.sample
+        profile
       end
 
       # Stops the current profile (called by Profile#finish).
@@ -56,17 +63,30 @@ module Loadscan
         @current = nil if @current.equal?(profile)
       end
 
+      # What LOADSCAN_PROFILE hands on to a program this one `exec`s (the same process): "pid:path"
+      # (or "pid:-:path" when `loadscan profile` prints the summary). The variable itself is taken
+      # out of ENV once read, so that the programs this one starts (`system`, spawn) do not write
+      # the same file; one the program names itself for them is theirs.
+      EXEC_VAR = "LOADSCAN_PROFILE_EXEC"
+      # `loadscan profile` sets it to its pid beside LOADSCAN_PROFILE: its child prints no summary
+      # (the command does). Taken out of ENV with LOADSCAN_PROFILE.
+      PARENT_VAR = "LOADSCAN_PROFILE_PARENT"
+
       # LOADSCAN_PROFILE=path: records from now (loadscan's own load, as early as the boot
       # allows) to the process's exit, then writes `path` (the page when it ends in `.html`,
-      # else speedscope's JSON with loadscan's figures) and prints the summary on stderr.
-      # Forked children (server workers) write nothing.
-      def start_from_env(path)
-        return if @current || path.to_s.empty?
-        # `loadscan profile`'s child only (and what it execs: `bundle exec`), not its own children.
-        return if ENV["LOADSCAN_PROFILE_PARENT"] && ENV["LOADSCAN_PROFILE_PARENT"] != Process.ppid.to_s
+      # speedscope's JSON with loadscan's figures when in `.json`) and prints the summary on
+      # stderr. Forked children (server workers) write nothing. A value that cannot be such a
+      # file (`1`, a directory, a directory that does not exist) is one warning now, and the boot
+      # goes on unprofiled.
+      def start_from_env(value = ENV["LOADSCAN_PROFILE"], env: ENV)
+        path, quiet = take_from_env(value, env)
+        return if @current || path.nil?
 
-        path = File.expand_path(path)
-        profile = start(name: [$PROGRAM_NAME, *ARGV].join(" "), startup: true)
+        why = unwritable(path) and return warn_once(:path, "LOADSCAN_PROFILE=#{(value || path).b}: #{why.b}; the boot goes on unprofiled")
+
+        env[EXEC_VAR] = "#{Process.pid}:#{"-:" if quiet}#{path}"
+        name = [$PROGRAM_NAME, *ARGV].map { |arg| arg.to_s.dup.force_encoding(Encoding::UTF_8).scrub }.join(" ")
+        profile = start(name: name, startup: true)
         owner = Process.pid
         at_exit do # registered first, so it runs last: after the app's own at_exit
           next unless Process.pid == owner
@@ -75,32 +95,85 @@ module Loadscan
           gc_was_off = GC.disable # at exit: no collection for what is written (a GC the app disabled stays so)
           begin
             profile.finish
-            write(profile.tree, path, ended)
+            write(profile.tree, path, ended, summary: !quiet)
+          rescue StandardError => e # a report: the program's exit status stays its own
+            warn_once(:write, "could not write the profile to #{path.b}: #{e.class}: #{e.message.b.lines.first&.chomp}")
           ensure
             GC.enable unless gc_was_off
           end
         end
       end
 
-      # Writes `tree` to `path` as its extension says; a failure is one warning. Says how long
-      # that took since `started` (the profile's end).
-      def write(tree, path, started = wall)
-        require_relative "profile/report"
-        if path.end_with?(".html")
-          require_relative "profile/html"
-          File.write(path, HTML.render(tree))
-        else
-          require_relative "profile/speedscope"
-          File.write(path, Speedscope.render(tree))
+      # The profile's path and whether its summary is left to `loadscan profile`, from
+      # LOADSCAN_PROFILE (taken out of ENV) or from what a process this one replaced by `exec`
+      # handed on; nil when this process is to write none.
+      def take_from_env(value, env)
+        handed = env[EXEC_VAR]
+        env.delete("LOADSCAN_PROFILE") if value && env["LOADSCAN_PROFILE"] == value
+        parent = value && env.delete(PARENT_VAR) # (the programs it starts may name a file of their own)
+        if value && !value.empty?
+          # `loadscan profile`'s child only (and what it execs: `bundle exec`), not its own children.
+          return if parent && parent != Process.ppid.to_s
+
+          return [File.expand_path(value), parent ? true : false]
         end
-        written = format("loadscan: profile written to %s in %.1f ms", path, wall - started)
-        $stderr.puts(Report.text(tree), written) unless ENV["LOADSCAN_PROFILE_PARENT"] # `loadscan profile` prints it
-      rescue SystemCallError, IOError => e
-        warn_once(:write, "could not write the profile to #{path}: #{e.message}")
+        return unless handed
+
+        pid, rest = handed.split(":", 2)
+        return unless pid == Process.pid.to_s && rest # another process's (this one's parent's)
+
+        quiet = rest.start_with?("-:")
+        [quiet ? rest.delete_prefix("-:") : rest, quiet]
+      end
+
+      # Why `path` cannot be the profile's file, or nil.
+      def unwritable(path)
+        return "#{path.b} is a directory" if File.directory?(path)
+        return "#{path.b} is not a regular file (#{File.ftype(path)})" if File.exist?(path) && !File.file?(path)
+        return "not a file to write the profile to (a path ending in .html for the page or .json for speedscope's JSON)" unless
+          path.match?(/\.(?:html|json)\z/i)
+
+        dir = File.dirname(path)
+        return "the directory #{dir.b} does not exist" unless File.directory?(dir)
+        return "#{(File.exist?(path) ? path : dir).b} is not writable" unless File.writable?(File.exist?(path) ? path : dir)
+
+        nil
+      end
+
+      # Writes `tree` to `path` as its extension says, and prints the summary (unless `summary`
+      # is false: `loadscan profile` prints it); a failure to write is one warning after it. Says
+      # how long that took since `started` (the profile's end).
+      def write(tree, path, started = wall, summary: true)
+        require_relative "profile/report"
+        require_relative "profile/speedscope" # (the page embeds its JSON; Unwritable below)
+        begin
+          if path.match?(/\.html\z/i)
+            require_relative "profile/html"
+            replace(path, HTML.render(tree))
+          else
+            replace(path, Speedscope.render(tree))
+          end
+          written = format("loadscan: profile written to %s in %.1f ms", path, wall - started)
+        rescue SystemCallError, IOError, Speedscope::Unwritable => e
+          failed = "could not write the profile to #{path.b}: #{e.message.b.sub(/ @ .*/m, "")}"
+        end
+        $stderr.puts(Report.text(tree), *written) if summary
+        warn_once(:write, failed) if failed
+      end
+
+      # Writes `data` to a new file beside `path` (a symlink's target), then renames it over it:
+      # a reader (or a process killed meanwhile) never sees half a profile.
+      def replace(path, data)
+        path = File.realpath(path) if File.symlink?(path) && File.exist?(path) # the link stays, its target is written
+        tmp = "#{path}.#{Process.pid}-#{rand(1 << 32).to_s(16)}.tmp"
+        File.open(tmp, File::WRONLY | File::CREAT | File::EXCL | File::BINARY, 0o666) { |f| f.write(data) }
+        File.rename(tmp, path)
+      ensure
+        File.unlink(tmp) if tmp && File.exist?(tmp)
       end
 
       # One warning of each kind per process (Loadscan::Warnings would load the extension: the
-      # profile starts before it, from profile/start.rb).
+      # profile starts before it, from profile/boot/start.rb).
       def warn_once(kind, message)
         (@warned ||= {})[kind] ||= Kernel.warn("loadscan: #{message}", uplevel: nil) || true
       end
@@ -138,18 +211,45 @@ module Loadscan
       leave(index, finished, result, loaded_before) if index
     end
 
+    # Starts the stack sampler (Profile::Sampler): the time entries spend in other gems'
+    # methods becomes entries of their own (:call).
+    def sample
+      @sampling = Sampler.start([SOURCE, Hooks::SOURCE])
+    end
+
     # Ends the recording (the boot's entry closes now); idempotent.
     def finish
       return if @tree
 
       leave(@stack.first) until @stack.empty?
       self.class.stopped(self)
+      samples = Sampler.stop if @sampling
       require_relative "profile/tree"
-      @tree = Tree.new(@name, @nodes)
+      @tree = Tree.new(@name, @nodes, samples: samples)
     end
 
     # The recorded tree (after finish).
     def tree = @tree || finish
+
+    # Runs the block inside this recording (a `Loadscan.profile` within a profiled boot): its
+    # entries stay this profile's, and the tree returned holds them alone, under a root of its
+    # own named `name`. From another thread than the recording's (whose requires are not
+    # entries), the tree holds the root only.
+    def excerpt(name)
+      first = @nodes.size
+      mine = Thread.current.equal?(@thread) && !@tree
+      wall0 = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+      root = [:boot, name, nil, nil, wall0, cpu_at(wall0), GC.stat(:total_allocated_objects), GC.total_time, nil]
+      begin
+        yield
+      ensure
+        wall1 = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+        root.push(wall1, cpu_at(wall1), GC.stat(:total_allocated_objects), GC.total_time)
+      end
+      nodes = mine ? @nodes.drop(first).map { |n| n.dup.tap { |c| c[PARENT] = c[PARENT] >= first ? c[PARENT] - first + 1 : 0 } } : []
+      require_relative "profile/tree"
+      Tree.new(name, [root, *nodes])
+    end
 
     # `measure` for a hook that times the call in its own frame (`leave` in its `ensure`), so
     # that no frame of loadscan's stands between the caller and Ruby's require: Ruby's
@@ -204,8 +304,8 @@ module Loadscan
       end
       if !finished
         node[LABEL] = "#{node[LABEL]} (raised)"
-      elsif node[FILE].nil? && loaded_before && $LOADED_FEATURES.size > loaded_before
-        node[FILE] = $LOADED_FEATURES.last # provided once loaded: the last one is this call's
+      elsif node[FILE].nil? && loaded_before && $LOADED_FEATURES.size > loaded_before && node[KIND] != :phase
+        node[FILE] = $LOADED_FEATURES.last # provided once loaded: the last one is this call's (a phase loads many: none)
       end
       Phases.check if node[KIND] != :boot # what the file defined: Bundler, Rails' initializers
     end

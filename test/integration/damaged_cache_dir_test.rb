@@ -4,10 +4,11 @@ require_relative "../test_helper"
 require_relative "../support/bundler_app"
 require_relative "../../lib/loadscan/native"
 
-# Every file loadscan keeps in its cache directory (the cache, the last boot's record), damaged
-# as a disk, a crash or a careless hand damages it, one at a time and all at once: a real
-# bundler/setup boot then loads stock's $LOADED_FEATURES with at most one warning of loadscan's,
-# and so does the boot after it (issue 34: random bytes in last_boot.json killed every boot).
+# Every file loadscan keeps in its cache directory (the cache, the last boot's record, the compile
+# cache), damaged as a disk, a crash or a careless hand damages it, one at a time and all at once:
+# a real bundler/setup boot then loads stock's $LOADED_FEATURES with at most one warning of
+# loadscan's, and so does the boot after it (issue 34: random bytes in last_boot.json killed every
+# boot).
 class DamagedCacheDirTest < Minitest::Test
   App = Loadscan::TestSupport::BundlerApp
   CMD = [App::RUBY, "boot.rb"].freeze
@@ -35,7 +36,8 @@ class DamagedCacheDirTest < Minitest::Test
       assert_boot(stock, App.boot(app, CMD, env: env), "cold", warnings: 0)
       files = Dir.children(cache).sort
       # Whatever loadscan keeps there is damaged below, not only the files named today.
-      assert_equal [Loadscan::Native::CACHE_FILE, Loadscan::Native::LAST_BOOT_FILE].sort, files, "the cache dir holds what loadscan names"
+      assert_equal [Loadscan::Native::CACHE_FILE, Loadscan::Native::LAST_BOOT_FILE, Loadscan::Native::ISEQ_FILE].sort, files,
+                   "the cache dir holds what loadscan names"
       pristine = files.to_h { |f| [f, File.binread(File.join(cache, f))] }
 
       [*files.map { |f| [f] }, files].each do |targets|

@@ -30,7 +30,8 @@ class ProfileTest < Minitest::Test
       assert_equal File.join(app, "gems/fastgem/lib/fastgem.rb"), fast["file"]
       assert_in_delta data["profiles"][0]["endValue"] / 1000.0, entries.sum { |e| e["self_wall"] }, 0.001 # (each to the µs)
       assert_equal %w[$schema activeProfileIndex exporter loadscan name profiles shared], data.keys.sort
-      assert_equal %w[allocated cpu gc gem kind name version], data["loadscan"].keys.sort, "loadscan's figures, not its entries again"
+      assert_equal %w[allocated cpu gc gem kind name version], data["loadscan"].keys.sort - ["samples"], "loadscan's figures, not its entries again"
+      assert_kind_of Integer, data["loadscan"]["samples"] if RUBY_VERSION >= "3.3" # (stack samples: Ruby 3.3 and later)
       assert entries.any? { |e| e["label"] == "loadscan/setup" && e["gem"] == "loadscan" }, "loadscan's own setup is an entry"
 
       problems = speedscope_problems(summary["json"])
@@ -40,9 +41,9 @@ class ProfileTest < Minitest::Test
       html = File.read(summary["html"])
       refute_match(/<(?:script|link|img)[^>]+(?:src|href)=/, html, "nothing fetched: everything inline")
       dom = chromium_dom(summary["html"]) or skip "no Chromium here (bin/setup installs it)"
-      top = entries.select { |e| %w[require require_relative load].include?(e["kind"]) }.max_by { |e| e["self_wall"] }
+      top = entries.select { |e| %w[require require_relative load].include?(e["kind"]) }.max_by { |e| own(e) }
       assert_equal summary["features"].first["label"], top["label"]
-      assert_equal [top["label"], top["gem"], format("%.1f ms", top["self_wall"])], first_entry(dom), "the page's first file is the profile's"
+      assert_equal [top["label"], top["gem"], page_ms(own(top))], first_entry(dom), "the page's first file is the profile's"
       assert_includes dom, "search by gem"
     end
   end
@@ -136,11 +137,11 @@ class ProfileTest < Minitest::Test
       r = run.report
       labels = r["entries"].to_h { |e| [e["label"], e] }
       assert_equal %w[boot require require require require_relative require_relative load require],
-                   r["entries"].map { |e| e["kind"] }
+                   r["entries"].map { |e| e["kind"] } - ["call"], "(calls: what the sampler saw of RubyGems' require)"
       assert_equal labels["a"]["id"], labels["b"]["parent"]
       assert_equal labels["Loadscan.profile"]["id"], labels["c"]["parent"], "the autoload, from the block"
       assert_equal labels[File.join(dir, "sub/rel")]["id"], labels["rel2"]["parent"]
-      assert_equal "nope (raised)", r["entries"].last["label"]
+      assert_equal "nope (raised)", r["entries"].reject { |e| e["kind"] == "call" }.last["label"]
       assert_equal "cannot load such file -- nope", r["raised"]
       assert_in_delta r["wall"], r["entries"].sum { |e| e["self_wall"] }, r["wall"] * 0.03
       assert_equal stock.report["features"], r["features"]
@@ -151,6 +152,44 @@ class ProfileTest < Minitest::Test
                      b.values_at("id", "parent", "kind", "label", "file", "gem", "allocated", "self_allocated")
         %w[start wall cpu gc self_wall self_cpu self_gc].each { |k| assert_in_delta e[k], b[k], 0.001 * (2 + r["entries"].size), "#{e["label"]}: #{k}" }
       end
+    end
+  end
+  # A file whose time is mostly GC (it keeps 200,000 objects and runs twenty full GCs): its own
+  # time without GC and its GC apart, in the tree, the ranking and the report.
+  def test_gc_is_apart_where_it_dominates_a_file
+    with_files([["lib/gcheavy.rb", "$keep = Array.new(200_000) { Object.new }\n20.times { GC.start }\n"], ["lib/light.rb", "$light = 1\n"]]) do |dir|
+      run = run_ruby!(<<~RUBY, loadscan: true)
+        $LOAD_PATH.unshift(#{File.join(dir, "lib").inspect})
+        require #{File.join(Loadscan::TestSupport::LIB, "loadscan/profile/report").inspect}
+        tree = Loadscan.profile { require "gcheavy"; require "light" }
+        heavy = tree.entries.find { |e| e.label == "gcheavy" }
+        report("heavy" => tree.to_h["entries"][heavy.id], "own" => Loadscan::Profile::Tree.own(heavy),
+               "ranked" => tree.features.map(&:label), "report" => Loadscan::Profile::Report.text(tree))
+      RUBY
+      r = run.report
+      heavy = r["heavy"]
+      # (GC's clock is the process's CPU time: on a loaded machine the wall time is longer)
+      assert_operator heavy["self_gc"], :>, heavy["self_cpu"] / 2, "GC is most of its CPU time: #{heavy.inspect}"
+      assert_in_delta heavy["self_wall"] - heavy["self_gc"], r["own"], 0.001
+      assert_equal %w[gcheavy light], r["ranked"]
+      line = r["report"].find { |l| l.include?("gcheavy [") }
+      assert_includes line, format("%.1f ms", r["own"]), "its own time without GC first"
+      assert_includes line, "(GC #{format("%.1f ms", heavy["self_gc"])};", "its GC beside"
+    end
+  end
+  # LOADSCAN_PROFILE starts the profile in loadscan/setup (or Loadscan.setup): requiring
+  # loadscan alone loads nothing of it and writes nothing.
+  def test_requiring_loadscan_starts_no_profile
+    with_files([]) do |dir|
+      out = File.join(dir, "boot.json")
+      run = run_ruby!(<<~RUBY, loadscan: false, env: { "LOADSCAN_PROFILE" => out })
+        require #{File.join(Loadscan::TestSupport::LIB, "loadscan").inspect}
+        report("loaded" => $LOADED_FEATURES.grep(%r{/loadscan/profile}))
+      RUBY
+      assert_equal [], run.report["loaded"]
+      refute File.exist?(out), "no profile written"
+      run_ruby!(%(require #{File.join(Loadscan::TestSupport::LIB, "loadscan/setup").inspect}), loadscan: false, env: { "LOADSCAN_PROFILE" => out })
+      assert File.file?(out), "loadscan/setup starts it"
     end
   end
 end

@@ -74,7 +74,7 @@ class CLIGoldenTest < Minitest::Test
   def run_cli(args, env: {}, chdir: nil, boot: false, only_ours: false)
     # GC not deferred: whether it is depends on the Ruby (BootGC.supported?), the output must not.
     base = { "LOADSCAN_CACHE_DIR" => cache, "BUNDLE_GEMFILE" => nil, "LOADSCAN_BLESS" => nil, "LOADSCAN_GC" => "off",
-             "RAILS_ENV" => nil, "RACK_ENV" => nil, "LOADSCAN_READONLY" => nil }
+             "RAILS_ENV" => nil, "RACK_ENV" => nil, "LOADSCAN_READONLY" => nil, "LOADSCAN_COMPILE_CACHE" => "0" }
     if boot
       # Garbage enough for GC runs on every Ruby (4.1 starts with a heap a small boot never fills).
       run = run_ruby("load 'config/boot.rb'; require 'a'; require 'sub/b'; begin; require 'nope'; rescue LoadError; end; " \

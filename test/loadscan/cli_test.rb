@@ -393,6 +393,38 @@ class CLITest < Minitest::Test
   # `clear` reads only the command line and the environment: --cache-dir (expanded against the
   # cwd, joined or not) beats LOADSCAN_CACHE_DIR; --json anywhere prints JSON; only loadscan's
   # own file is removed.
+  # Issue 47: `clear` on a cache it cannot remove (a read-only mount): one line saying why,
+  # nothing on stdout, exit 1; the files stay.
+  def test_clear_on_a_read_only_cache_fails_with_one_line
+    with_files([["app/x", ""]]) do |dir|
+      cache = File.join(dir, "cache")
+      assert run_ruby("nil", loadscan: true, env: { "LOADSCAN_CACHE_DIR" => cache }).success?
+      files = Dir.children(cache).sort
+      assert_includes files, "loadscan.cache"
+      script = 'mount --bind -o ro "$1" "$1" && shift && exec "$@"'
+      skip "no mount namespace here (unshare -m needs root)" unless
+        system("unshare", "-m", "sh", "-c", script, "sh", cache, "true", out: File::NULL, err: File::NULL)
+      [[], ["--json"]].each do |json|
+        run = run_ruby(command: ["unshare", "-m", "sh", "-c", script, "sh", cache, RbConfig.ruby, EXE, *json, "clear"],
+                       env: { "LOADSCAN_CACHE_DIR" => cache }, chdir: File.join(dir, "app"))
+        assert_equal ["", 1], [run.stdout, run.status.exitstatus], run.stderr
+        assert_match(%r{\Aloadscan clear: could not remove #{Regexp.escape(cache)}/\S+: Read-only file system[^\n]*\n\z}, run.stderr)
+        assert_equal files, Dir.children(cache).sort
+      end
+    end
+  end
+
+  # Ctrl-C in the middle of a command (sent from inside it: no race): no backtrace, and the
+  # command ends by SIGINT as a shell expects.
+  def test_an_interrupt_ends_a_command_without_a_backtrace
+    interrupt = %(Loadscan::CLI.prepend(Module.new { private def cmd_lookup(*) = Process.kill(:INT, Process.pid) && sleep(60) })\n)
+    with_files([["interrupt.rb", interrupt]]) do |dir|
+      run = run_ruby(file: EXE, args: %w[lookup json], ruby_opts: ["-r", File.join(Loadscan::TestSupport::LIB, "loadscan/cli"), "-r", File.join(dir, "interrupt.rb")],
+                     env: { "LOADSCAN_CACHE_DIR" => File.join(dir, "cache") }, chdir: dir)
+      assert_equal [Signal.list["INT"], "", ""], [run.status.termsig, run.stdout, run.stderr]
+    end
+  end
+
   def test_clear_with_cache_dir_and_json_in_process
     with_files([["c/loadscan.cache", "x"], ["c/index", "another tool's"], ["envdir/loadscan.cache", "y"]]) do |dir|
       env = { "LOADSCAN_CACHE_DIR" => "#{dir}/envdir" }

@@ -219,4 +219,72 @@ class InstallerFilesTest < Minitest::Test
       end
     end
   end
+
+  # Issue 47: a file's extended attributes and its ACL (Linux keeps it as the attribute
+  # system.posix_acl_access) are kept, with its mode and owner; a file without any gets none,
+  # though its directory's default ACL would give a new file one. Set and read by Debian's
+  # python3 (os.setxattr: the acl and attr packages' tools may not be installed), not by loadscan.
+  PYTHON = "/usr/bin/python3"
+  # version 2; user::rw-, user:65534:r--, group::r--, mask::r--, other::---
+  ACL = [2, 1, 6, -1, 2, 4, 65_534, 4, 4, -1, 0x10, 4, -1, 0x20, 0, -1].pack("L<" + "S<S<l<" * 5)
+  XATTRS = <<~PY
+    import os, sys, json
+    path = sys.argv[2]
+    if sys.argv[1] == "set":
+        for name, hexvalue in json.loads(sys.argv[3]).items():
+            os.setxattr(path, name, bytes.fromhex(hexvalue))
+    else:
+        print(json.dumps({n: os.getxattr(path, n).hex() for n in sorted(os.listxattr(path))}))
+  PY
+
+  def xattrs(path, set = nil)
+    out, err, status = capture(PYTHON, "-c", XATTRS, set ? "set" : "get", path, *(JSON.generate(set.transform_values { |v| v.unpack1("H*") }) if set))
+    skip "no user extended attributes or ACLs on this file system: #{err}" if set && !status.success? && err.include?("Operation not supported")
+    assert status.success?, err
+    JSON.parse(out).transform_values { |v| [v].pack("H*") } unless set
+  end
+
+  def test_extended_attributes_and_acls_are_kept
+    skip "needs #{PYTHON}" unless File.executable?(PYTHON)
+
+    with_files([["Gemfile", GEMFILE], ["config/boot.rb", BOOT]]) do |app|
+      gemfile = File.join(app, "Gemfile")
+      boot = File.join(app, "config", "boot.rb")
+      File.chmod(0o640, gemfile)
+      FileUtils.chown("nobody", "nogroup", gemfile) if Process.euid.zero?
+      wanted = { "system.posix_acl_access" => ACL, "user.note" => "keep me\0" }
+      xattrs(gemfile, wanted)
+      # config/'s default ACL: a file made there gets an ACL unless install takes it off.
+      xattrs(File.dirname(boot), { "system.posix_acl_default" => ACL })
+      before = [gemfile, boot].map { |f| File.stat(f) }.map { |st| [st.mode, st.uid, st.gid] }
+      boot_xattrs = xattrs(boot)
+      _, err, status = install(app)
+      assert_equal [0, ""], [status, err]
+      assert_equal [NEW_GEMFILE, NEW_BOOT], files(app).values
+      assert_equal wanted, xattrs(gemfile)
+      assert_equal boot_xattrs, xattrs(boot), "no ACL from the directory's default"
+      assert_equal before, [gemfile, boot].map { |f| File.stat(f) }.map { |st| [st.mode, st.uid, st.gid] }
+    end
+  end
+
+  # Two files to replace, the second cannot be (a file mounted over config/boot.rb: rename
+  # fails with EBUSY after the Gemfile was replaced): the Gemfile is put back, every file as it
+  # was, nothing left beside them.
+  def test_a_failed_rename_puts_back_the_files_already_replaced
+    with_files([["Gemfile", GEMFILE], ["config/boot.rb", BOOT], ["mounted.rb", BOOT]]) do |app|
+      boot = File.join(app, "config", "boot.rb")
+      script = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+      skip "no mount namespace here (unshare -m needs root)" unless
+        system("unshare", "-m", "sh", "-c", script, "sh", File.join(app, "mounted.rb"), boot, "true", out: File::NULL, err: File::NULL)
+      before = listing(app)
+      inode = File.stat(File.join(app, "Gemfile")).ino
+      run = run_ruby(command: ["unshare", "-m", "sh", "-c", script, "sh", File.join(app, "mounted.rb"), boot, RbConfig.ruby, EXE, "install"],
+                     chdir: app, env: { "BUNDLE_GEMFILE" => nil })
+      assert_equal ["", 1], [run.stdout, run.status.exitstatus], run.stderr
+      assert_equal "loadscan install: Device or resource busy - replacing #{boot}; no file was changed\n", run.stderr
+      assert_equal [GEMFILE, BOOT], files(app).values
+      assert_equal inode, File.stat(File.join(app, "Gemfile")).ino, "the Gemfile itself, put back"
+      assert_equal before, listing(app)
+    end
+  end
 end

@@ -144,7 +144,6 @@ class InstallerTest < Minitest::Test
   # Gemfiles whose declarations install cannot see, refused naming the line (nothing written);
   # and one whose evaluated file names loadscan only for some boots.
   UNSEEN = [
-    [%(source "https://rubygems.org"\neval_gemfile "missing.rb"\n), {}, /Gemfile line 2 \(eval_gemfile "missing.rb"\) declares gems through `eval_gemfile` of missing.rb, which could not be read \(No such file/],
     [%(eval_gemfile ENV.fetch("SHARED_GEMFILE")\n), {}, /line 1 .* through `eval_gemfile` of a path that is not a string literal/],
     [%(eval_gemfile "a.rb"\n), { "a.rb" => %(eval_gemfile "b.rb"\n), "b.rb" => %(eval_gemfile "a.rb"\n) }, /b.rb line 1 \(eval_gemfile "a.rb"\) .*a cycle/],
     [%(eval_gemfile "fifo"\n), { "fifo" => :fifo }, /which is not a regular file \(fifo\)/],
@@ -170,6 +169,39 @@ class InstallerTest < Minitest::Test
       out, err, status = install(dir)
       assert_equal ["", 1], [out, status]
       assert_includes err, "Gemfile names loadscan only for some boots: dev.rb line 2 (gem \"loadscan\"), inside `group :development do`"
+    end
+  end
+
+  # Issue 47 (8): a Gemfile Bundler reads is read: an `eval_gemfile` of a file that does not
+  # exist, behind a guard (`if File.exist?`), in each form of the path; Bundler's own Dsl reads
+  # each Gemfile first. One naming a missing file unguarded fails in Bundler too: refused, saying so.
+  GUARDED = [
+    %(source "https://rubygems.org"\ngem "rack"\neval_gemfile "Gemfile.local" if File.exist?("Gemfile.local")\n),
+    %(gem "rack"\neval_gemfile File.expand_path("Gemfile.local", __dir__) if File.exist?(File.expand_path("Gemfile.local", __dir__))\n),
+    %(gem "rack"\nif File.exist?(File.join(__dir__, "Gemfile.local"))\n  eval_gemfile File.join(__dir__, "Gemfile.local")\nend\n),
+    %(gem "rack"\nunless ENV["CI"]\n  eval_gemfile "Gemfile.local" if File.file?("Gemfile.local")\nend\n),
+  ].freeze
+
+  def test_a_guarded_eval_gemfile_of_no_file_is_read_as_bundler_reads_it
+    bundler = ->(dir) { run_ruby(%(require "bundler"\nBundler::Dsl.new.eval_gemfile("Gemfile")\n), loadscan: false, chdir: dir) }
+    GUARDED.each do |gemfile|
+      with_files([["Gemfile", gemfile], ["config/boot.rb", %(require "bundler/setup"\n)]]) do |dir|
+        assert bundler.(dir).success?, "Bundler reads it: #{gemfile}"
+        out, err, status = install(dir)
+        assert_equal [0, ""], [status, err], gemfile
+        assert_equal gemfile + LOADSCAN_LINE, files(dir)["Gemfile"], gemfile
+        assert_includes out, "changed Gemfile, "
+      end
+    end
+    gemfile = %(source "https://rubygems.org"\neval_gemfile "missing.rb"\n)
+    with_files([["Gemfile", gemfile], ["config/boot.rb", %(require "bundler/setup"\n)]]) do |dir|
+      refute bundler.(dir).success?, "Bundler fails on it"
+      before = files(dir)
+      out, err, status = install(dir)
+      assert_equal ["", 1], [out, status]
+      assert_equal "loadscan install: Gemfile line 2 (eval_gemfile \"missing.rb\") names missing.rb, which does not exist: Bundler " \
+                   "fails on it too; create it or guard the line (`if File.exist?(…)`), then run `loadscan install` again\n", err
+      assert_equal before, files(dir)
     end
   end
 

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../test_helper"
+require_relative "../../lib/loadscan/last_boot"
 require "json"
 
 # Loadscan::LastBoot: the one place a boot's figures are put in words. A real boot with
@@ -26,9 +27,12 @@ class LastBootTest < Minitest::Test
 
       stats = run_ruby(command: [RbConfig.ruby, EXE, "stats"], env: { "LOADSCAN_CACHE_DIR" => cache }, chdir: dir)
       assert stats.success?, stats.stderr
-      recorded, recorded_gc = stats.stdout.lines.map(&:chomp)
+      recorded, recorded_gc, recorded_cc = stats.stdout.lines.map(&:chomp)
+      gc, cc = gc.split("; compile cache: ")
       assert_equal figures, recorded.sub(/\A\S+ \S+ \(pid \d+, Ruby [\d.]+\): /, ""), "one renderer, one boot"
       assert_equal "GC in the boot: #{gc}", recorded_gc
+      assert_equal "compile cache: #{cc}", recorded_cc
+      assert_match(/\A0 files served \(0 KB\), \d+ compiled by Ruby, 0 bypassed; 0 entries read, \d+ KB written\z/, cc)
     end
   end
 
@@ -43,5 +47,26 @@ class LastBootTest < Minitest::Test
     assert run.success?, run.stderr
     assert_equal "0 requires answered from the index, 0 misses, 2 left to Ruby; engaged: no; 0 entries (0 from the cache, " \
                  "0 listed, 0 dirs listed on demand); setup 1.2 ms; cache ", run.report
+  end
+
+  # The record is written as JSON by the extension and its GC mark read back at setup without
+  # JSON (LastBoot.gc_end, a few patterns): what the patterns read is what JSON reads, for a
+  # program that said it booted and for one that did not.
+  def test_gc_end_reads_what_the_extension_wrote
+    %w[booted exit].each do |how|
+      with_files([]) do |dir|
+        cache = File.join(dir, "cache")
+        code = "#{"Loadscan.booted!; " if how == "booted"}$keep = Array.new(1000) { Object.new }; report(Loadscan::BootGC.key)"
+        run = run_ruby(code, loadscan: true, env: { "LOADSCAN_CACHE_DIR" => cache })
+        assert run.success?, run.stderr
+        text = File.read(File.join(cache, "last_boot.json"))
+        gc = JSON.parse(text)["gc"]
+        assert_equal run.report, gc["boot_key"]
+        expected = gc["boot_end_by"] && [gc["boot_end_by"], gc["boot_end_objects"]]
+        assert_equal how, expected&.first, text if how == "booted"
+        assert_equal expected, Loadscan::LastBoot.gc_end(text, run.report), text
+        assert_nil Loadscan::LastBoot.gc_end(text, "0#{run.report}"), "another program's record"
+      end
+    end
   end
 end

@@ -44,8 +44,23 @@ module Loadscan
 
       module_function
 
+      # A method that keeps the CPU busy for `ms` of wall time, and says how long it took when
+      # BUSYGEM_MS names a file (required by the app, called by one of its initializers).
+      BUSYGEM = <<~RUBY
+        module Busygem
+          def self.work(ms)
+            started = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond)
+            n = 0
+            n += 1 while Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond) - started < ms
+            took = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond) - started
+            File.write(ENV["BUSYGEM_MS"], took.to_s) if ENV["BUSYGEM_MS"]
+            n
+          end
+        end
+      RUBY
+
       def make_profile_gems(dir)
-        { "slowgem" => [SLOWGEM, ["fastgem"]], "fastgem" => ["$fastgem = true\n", []] }.each do |name, (code, deps)|
+        { "slowgem" => [SLOWGEM, ["fastgem"]], "fastgem" => ["$fastgem = true\n", []], "busygem" => [BUSYGEM, []] }.each do |name, (code, deps)|
           FileUtils.mkdir_p(File.join(dir, "gems", name, "lib"))
           File.write(File.join(dir, "gems", name, "lib", "#{name}.rb"), code)
           File.write(File.join(dir, "gems", name, "#{name}.gemspec"), <<~RUBY)
@@ -93,7 +108,7 @@ module Loadscan
       # process writes its clock at its very end to that file (its first at_exit registered, so
       # the last run, after the profile's). [spawned at (ms), status, stderr].
       def spawn_profiled(env, cmd, chdir:, path:, mark_last: nil)
-        start = File.join(LIB, "loadscan", "profile", "start.rb")
+        start = File.join(LIB, "loadscan", "profile", "boot", "start.rb")
         rubyopt = "-r#{start}"
         if mark_last
           marker = File.join(File.dirname(mark_last), "mark_end.rb")
@@ -204,7 +219,13 @@ module Loadscan
         assert_operator entry["self_allocated"], :>=, 100_000, entry.inspect
       end
 
-      # The first row of the page's "entries by self time": [label, gem, self time as shown].
+      # An entry's own time without GC (Tree.own), as the rankings order them.
+      def own(entry) = entry["self_wall"] - entry["self_gc"]
+
+      # Milliseconds as the page shows them.
+      def page_ms(value) = format("%.1f ms", value.round(1).zero? ? 0.0 : value)
+
+      # The first row of the page's "files by own time": [label, gem, own time as shown].
       def first_entry(dom)
         row = dom[%r{<tr class="entry">(.*?)</tr>}m, 1] or return nil
         %w[label gem num\ self].map { |cls| row[%r{<td class="#{cls}">([^<]*)</td>}, 1] }

@@ -4,7 +4,7 @@
 /// Appends `bytes` as a JSON string: bytes that are not UTF-8 replaced (U+FFFD), `"` and `\`
 /// escaped, control characters as Ruby's JSON writes them (`\n`, or `\u001f`); the rest as is
 /// (UTF-8).
-pub(crate) fn string(out: &mut String, bytes: &[u8]) {
+pub fn string(out: &mut String, bytes: &[u8]) {
     out.push('"');
     // (valid, as most are, at the speed of a check; else each bad byte found)
     let text = match std::str::from_utf8(bytes) {

@@ -7,7 +7,7 @@
 //! with `$LOAD_PATH` (any [`Entries`] source: the binding's reads the Ruby array) before each
 //! question, *finds* each feature ([`Session::find`]: an [`Answer`], or the [`Reason`] Ruby's
 //! own search must answer), and writes the cache and the last boot's record at exit
-//! ([`Session::finish`]). A profiled boot writes its profile with [`speedscope_json`].
+//! ([`Session::finish`]).
 //!
 //! ```no_run
 //! use loadscan_core::{Entries, Entry, InPlace, Session, Settings, SyncPolicy};
@@ -45,13 +45,13 @@ pub use index::{
     resolve, Answer, Explanation, FoundFile, Hint, LazyStats, Reason, RecentPaths, Resolved, SyncPolicy, Want, PROBE,
 };
 pub use load_path::{Entries, Entry, SyncError};
-pub use profile::{speedscope_json, ProfileEntry, SPEEDSCOPE_VERSION};
 pub use scan::{Kind, ProblemKind, ScanOptions};
 pub use session::{
     Counters, Figure, Finished, Json, Pending, Problem, Requires, Rescan, Saved, Session, Settings, Started, Stats,
     Timings,
 };
-pub use store::{CacheFile, Validation, CACHE_FILE, LAST_BOOT_FILE};
+pub use store::{CacheFile, Validation, CACHE_FILE, ISEQ_FILE, LAST_BOOT_FILE};
+pub use xattr::copy_xattrs;
 
 /// The parts below the [`Session`] that the tests, examples and benchmarks drive directly: the
 /// index and its lookups, the scanner, the cache file's layout and trust checks. Not a stable
@@ -71,12 +71,16 @@ pub mod internals {
 }
 
 mod blocking;
+pub mod compile_cache;
 mod hash;
 mod index;
 mod json;
+/// JSON's string escape, as Ruby's JSON writes it (the boot profile's writer uses it too).
+#[doc(hidden)]
+pub use json::string as json_string;
 mod load_path;
-mod profile;
 mod relpath;
 mod scan;
 mod session;
 mod store;
+mod xattr;

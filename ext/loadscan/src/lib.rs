@@ -8,8 +8,10 @@
 //! - `state.rs`: every static and the one lock policy; `load_path.rs`: the `$LOAD_PATH` mirror;
 //! - `convert.rs`: every conversion of an answer, figure or problem to Ruby; `options.rs`:
 //!   `start`'s keywords; `hooks.rs`: the callables told what happens; `nogvl.rs`: the GVL; `ticker.rs`: the GC
-//!   deferral's clock (its decisions in `ticker/deferral.rs`); `profile.rs`: the boot profile's file, from its entries.
+//!   deferral's clock (its decisions in `ticker/deferral.rs`); `profile/`: the boot profile's file,
+//!   from its entries, and its stack sampler.
 
+mod compile_cache;
 mod convert;
 mod decorator;
 mod hooks;
@@ -19,6 +21,7 @@ mod nogvl;
 mod options;
 mod profile;
 mod state;
+mod sys;
 mod ticker;
 
 use loadscan_core::{ProblemKind, ScanOptions, Validation};
@@ -30,6 +33,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let native = ruby.define_module("Loadscan")?.define_module("Native")?;
     options::intern(ruby);
     hooks::init(ruby);
+    compile_cache::init(ruby);
     native.define_module_function("start", function!(native::start, 2))?;
     native.define_module_function("stop", function!(native::stop, 0))?;
     native.define_module_function("save", function!(native::save, 0))?;
@@ -56,7 +60,24 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     )?;
     native.define_module_function("stop_ticker", function!(|| ticker_state(ticker::stop()), 0))?;
     native.define_module_function("ticker_state", function!(|| ticker_state(ticker::state()), 0))?;
-    native.define_module_function("speedscope", function!(profile::speedscope, 3))?;
+    native.define_module_function("speedscope", function!(profile::speedscope::speedscope, 4))?;
+    native.define_module_function("start_sampler", function!(profile::sampler::start, 2))?;
+    native.define_module_function("stop_sampler", function!(profile::sampler::stop, 0))?;
+    native.define_module_function("copy_xattrs", function!(native::copy_xattrs, 2))?;
+    native.define_module_function("compile_cache_start", function!(compile_cache::start, 4))?;
+    native.define_module_function("compile_cache_flags=", function!(compile_cache::set_flags, 1))?;
+    native.define_module_function("compile_cache_stop", function!(compile_cache::stop, 0))?;
+    native.define_module_function("compile_cache_compiled", function!(compile_cache::compiled, 1))?;
+    native.define_module_function("compile_cache_pending", function!(compile_cache::pending, 0))?;
+    native.define_module_function("compile_cache_source", function!(compile_cache::source, 1))?;
+    native.define_module_function("compile_cache_finish", function!(compile_cache::finish, 1))?;
+    native.define_module_function("compile_cache_stats", function!(compile_cache::stats, 0))?;
+    // Prepended to RubyVM::InstructionSequence's singleton class (lib/loadscan/compile_cache.rb).
+    let iseq_hook = native.define_module("CompileCache")?;
+    unsafe { rb_sys::rb_ext_ractor_safe(true) };
+    let defined = iseq_hook.define_method("load_iseq", method!(compile_cache::load_iseq, 1));
+    unsafe { rb_sys::rb_ext_ractor_safe(false) };
+    defined?;
     let decorator = native.define_module("Decorator")?;
     // Ractor-safe: called in any Ractor, it serves only the one that started loadscan and sends
     // the others to Ruby's own require (state.rs).
@@ -72,7 +93,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let symbol = |s: &str| ruby.to_symbol(s).as_value();
     native.const_set("CACHE_FILE", frozen(ruby, loadscan_core::CACHE_FILE))?;
     native.const_set("LAST_BOOT_FILE", frozen(ruby, loadscan_core::LAST_BOOT_FILE))?;
-    native.const_set("SPEEDSCOPE_VERSION", loadscan_core::SPEEDSCOPE_VERSION)?;
+    native.const_set("ISEQ_FILE", frozen(ruby, loadscan_core::ISEQ_FILE))?;
+    native.const_set("SPEEDSCOPE_VERSION", loadscan_profile::SPEEDSCOPE_VERSION)?;
     frozen_list(ruby, native, "VALIDATIONS", Validation::ALL.iter().map(|v| string(v.name())))?;
     // The core's scan defaults, which `Loadscan::Config` reads instead of spelling them again.
     let defaults = ScanOptions::default();

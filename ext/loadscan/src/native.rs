@@ -93,6 +93,12 @@ pub fn clear_cache(ruby: &Ruby, dir: RString) -> Result<Value, Error> {
     })
 }
 
+/// `copy_xattrs(from, to)`: `to` gets exactly `from`'s extended attributes (its ACL among them);
+/// nil, or why not (one line).
+pub fn copy_xattrs(from: RString, to: RString) -> Option<String> {
+    loadscan_core::copy_xattrs(&path(from), &path(to)).err()
+}
+
 /// `read_last_boot(dir)`: the last boot's record in `dir`, read as the cache is (the cache
 /// dir's checks for this user, then the file's): `[text, nil]` (UTF-8), `[nil, nil]` when none
 /// was recorded, or `[nil, why]` (one line for a warning).

@@ -13,12 +13,14 @@
 
 mod deferral;
 
-use std::ffi::{c_char, c_uint, c_void, CStr};
+use std::ffi::{c_uint, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use rb_sys::VALUE;
+
+use crate::sys::symbol;
 
 pub use deferral::state;
 
@@ -26,12 +28,6 @@ type Job = unsafe extern "C" fn(*mut c_void);
 type Preregister = unsafe extern "C" fn(c_uint, Job, *mut c_void) -> c_uint;
 type Trigger = unsafe extern "C" fn(c_uint);
 
-extern "C" {
-    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-}
-
-/// `RTLD_DEFAULT` on glibc and musl (macOS's is -2, and it has no /proc: BootGC never starts there).
-const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
 /// What `rb_postponed_job_preregister` answers when Ruby's table of jobs is full.
 const INVALID_HANDLE: c_uint = c_uint::MAX;
 
@@ -40,12 +36,6 @@ const INVALID_HANDLE: c_uint = c_uint::MAX;
 static TICKER: Mutex<bool> = Mutex::new(false);
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static HANDLE: AtomicU64 = AtomicU64::new(INVALID_HANDLE as u64);
-
-fn symbol<T>(name: &[u8]) -> Option<T> {
-    let name = CStr::from_bytes_with_nul(name).ok()?;
-    let p = unsafe { dlsym(RTLD_DEFAULT, name.as_ptr()) };
-    (!p.is_null()).then(|| unsafe { std::mem::transmute_copy::<*mut c_void, T>(&p) })
-}
 
 /// `BootGC.start`'s limits: `[tick_ms, mark (0: none), max_seconds, budget, cap, page_size]`.
 pub type Limits = (u64, u64, f64, i64, i64, i64);

@@ -180,7 +180,8 @@ module Loadscan
     def self.last_boot_lines(report)
       last = report["last_boot"]
       ["last boot: #{last ? LastBoot.describe(last) : "none recorded yet"}",
-       *("last boot's #{LastBoot.describe_gc(last["gc"])}" if last&.dig("gc"))]
+       *("last boot's #{LastBoot.describe_gc(last["gc"])}" if last&.dig("gc")),
+       *("last boot's #{LastBoot.describe_compile_cache(last["compile_cache"])}" if LastBoot.describe_compile_cache(last&.dig("compile_cache")))]
     end
 
     private

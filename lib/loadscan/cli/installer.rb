@@ -90,14 +90,25 @@ module Loadscan
     SIGNALS = %w[INT TERM HUP].freeze
 
     # Writes the changed files: each new text into a file beside the old one first, then each
-    # renamed over it, in order. Interrupts wait until all are renamed; on an error none is
-    # renamed (unless a rename itself fails) and no new file is left behind.
+    # renamed over it, in order. Interrupts wait until all are renamed; on an error no file is
+    # changed (the files renamed already are put back) and no new file is left behind.
     def write(changes)
       changes = changes.select(&:changed?)
       holding_signals do
         Thread.handle_interrupt(Object => :never) do
           changes.each { |change| change.file.stage(change.after) }
-          changes.each { |change| change.file.commit }
+          committed = []
+          begin
+            changes.each { |change| change.file.commit.then { committed << change } }
+          rescue StandardError => e
+            unrestored = committed.reverse.filter_map do |change|
+              change.file.restore
+              nil
+            rescue SystemCallError => failed
+              failed.message
+            end
+            raise Refused, [e.message, *(unrestored.empty? ? "no file was changed" : unrestored)].join("; "), cause: nil
+          end
         ensure
           changes.each { |change| change.file.discard }
         end

@@ -8,6 +8,8 @@ module Loadscan
     # (Profile::Speedscope), which the page's script reads as Tree.from_speedscope does.
     module HTML
       TEMPLATE = File.join(__dir__, "page.html")
+      # The template's holes, filled in one pass: what fills one is never read for another.
+      HOLE = /\{\{(?:TITLE|DATA)\}\}/
 
       module_function
 
@@ -16,12 +18,20 @@ module Loadscan
         page(Speedscope.render(tree), tree.name)
       end
 
-      # The page of `json`, a profile as Speedscope.render writes it, named `name`.
+      # The page of `json`, a profile as Speedscope.render writes it, named `name`: UTF-8,
+      # whatever the locale (bytes of either that are not UTF-8 become U+FFFD).
       def page(json, name)
         # In a script element, "</" could end it early; "<!--" start a comment.
-        data = json.gsub("</", "<\\/").gsub("<!--", "\\u003c!--")
-        title = "loadscan boot profile: #{name}".gsub("&", "&amp;").gsub("<", "&lt;").gsub(">", "&gt;")
-        File.read(TEMPLATE).sub("{{TITLE}}") { title }.sub("{{DATA}}") { data }
+        data = utf8(json).gsub("</", "<\\/").gsub("<!--", "\\u003c!--")
+        title = utf8("loadscan boot profile: #{utf8(name)}").gsub("&", "&amp;").gsub("<", "&lt;").gsub(">", "&gt;")
+        holes = { "{{TITLE}}" => title, "{{DATA}}" => data }
+        File.read(TEMPLATE, mode: "rb", encoding: Encoding::UTF_8).gsub(HOLE) { holes.fetch(Regexp.last_match(0)) }
+      end
+
+      def utf8(text)
+        text = text.to_s
+        text = text.dup.force_encoding(Encoding::UTF_8) unless text.encoding == Encoding::UTF_8
+        text.valid_encoding? ? text : text.scrub
       end
     end
   end

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "samples"
+
 module Loadscan
   class Profile
     # A finished profile: its entries in the order they started (each after its parent), with
@@ -26,19 +28,25 @@ module Loadscan
       LOADS = %i[require require_relative load].freeze
       # Kinds of entry that are a part of the boot: Bundler's (:phase) and Rails' initializers.
       PHASES = %i[phase initializer].freeze
+      # The kind of entry for a method of another gem an entry ran (Profile::Samples).
+      CALL = :call
 
       attr_reader :name, :entries
 
-      # From the recorder's nodes (Profile); or, with `entries:`, from a file's (from_speedscope).
-      def initialize(name, nodes = nil, entries: nil)
+      # From the recorder's nodes (Profile) and what its sampler saw (`samples`, see Samples);
+      # or, with `entries:`, from a file's (from_speedscope).
+      def initialize(name, nodes = nil, samples: nil, entries: nil)
         @name = name
-        @entries = entries || build(nodes)
+        @entries = entries || build(nodes, samples)
       end
+
+      # How many stack samples the profile took (nil: none were taken).
+      attr_accessor :samples
 
       # The tree of a profile written as speedscope's JSON (Profile::Speedscope), parsed.
       def self.from_speedscope(doc)
         require_relative "speedscope"
-        new(doc.fetch("loadscan").fetch("name"), entries: Speedscope.entries(doc))
+        new(doc.fetch("loadscan").fetch("name"), entries: Speedscope.entries(doc)).tap { |t| t.samples = doc["loadscan"]["samples"] }
       end
 
       # The entries as Hashes (times rounded to the microsecond; none, mostly GC's, as 0).
@@ -62,13 +70,17 @@ module Loadscan
       # Self time outside any require (the boot's own entry).
       def outside_ms = root.self_wall
 
-      # `[gem, figures]` by self time, most first (the first `top` only, when given): what the
-      # gem's own files and initializers did.
+      # GC is apart in every ranking: an entry's own time without GC (`Tree.own`), its GC beside.
+      def self.own(entry) = entry.self_wall - entry.self_gc
+
+      # `[gem, figures]` by self time without GC, most first (the first `top` only, when given):
+      # what the gem's own files, initializers and methods did. `self_ms` is without GC,
+      # `gc_ms` the GC in it.
       def gems(top = nil)
         sums = {}
         @entries.each do |e|
           s = sums[e.gem] ||= [0.0, 0.0, 0, 0.0, 0]
-          s[0] += e.self_wall
+          s[0] += e.self_wall - e.self_gc
           s[1] += e.self_cpu
           s[2] += e.self_allocated
           s[3] += e.self_gc
@@ -76,19 +88,53 @@ module Loadscan
         end
         sums = top ? sums.max_by(top) { |_, s| s[0] } : sums.sort_by { |_, s| -s[0] }
         sums.map do |gem, (wall, cpu, allocated, gc, files)|
-          [gem, { "self_ms" => wall, "cpu_ms" => cpu, "allocated" => allocated, "gc_ms" => gc, "files" => files }]
+          [gem, { "self_ms" => wall, "gc_ms" => gc, "cpu_ms" => cpu, "allocated" => allocated, "files" => files }]
         end
       end
 
-      # Entries that loaded a file, by self time, most first (the first `top` only: no sort of them all).
-      def features(top = nil)
-        return @entries.select { |e| LOADS.include?(e.kind) }.sort_by { |e| -e.self_wall } unless top
+      # How many gems have entries.
+      def gem_count = @entries.map(&:gem).uniq.size
 
-        @entries.max_by(top) { |e| LOADS.include?(e.kind) ? e.self_wall : -Float::INFINITY }.select { |e| LOADS.include?(e.kind) }
+      # Entries that loaded a file, by self time without GC, most first (the first `top` only: no sort of them all).
+      def features(top = nil)
+        loads = @entries.select { |e| LOADS.include?(e.kind) }
+        top ? loads.max_by(top) { |e| Tree.own(e) } : loads.sort_by { |e| -Tree.own(e) }
       end
 
       # How many entries loaded a file.
       def files = @entries.count { |e| LOADS.include?(e.kind) }
+
+      # The methods of other gems that entries ran (:call entries, from the stack samples), one
+      # per method and gem with its calls' figures summed, by self time without GC, most first:
+      # `{ "label", "gem", "file", "self_ms", "gc_ms", "total_ms", "allocated", "calls", "from" }`
+      # (`from`: the entry that ran it most, by label).
+      def calls(top = nil)
+        sums = {}
+        @entries.each do |e|
+          next unless e.kind == :call
+
+          s = sums[[e.label, e.gem]] ||= { "label" => e.label, "gem" => e.gem, "file" => e.file, "self_ms" => 0.0, "gc_ms" => 0.0,
+                                           "total_ms" => 0.0, "allocated" => 0, "calls" => 0, "by" => Hash.new(0.0) }
+          s["self_ms"] += Tree.own(e)
+          s["gc_ms"] += e.self_gc
+          s["total_ms"] += e.wall
+          s["allocated"] += e.self_allocated
+          s["calls"] += 1
+          s["by"][caller_of(e).label] += e.wall
+        end
+        list = sums.values.sort_by { |s| -s["self_ms"] }
+        list = list.first(top) if top
+        list.each { |s| s["from"] = s.delete("by").max_by { |_, ms| ms }&.first }
+      end
+
+      # How many methods `calls` has in all.
+      def call_count = @entries.select { |e| e.kind == :call }.map { |e| [e.label, e.gem] }.uniq.size
+
+      # The entry (not a call) a call is under.
+      def caller_of(entry)
+        entry = @entries[entry.parent] while entry.kind == :call
+        entry
+      end
 
       # Bundler's setup and require, Rails' initializers: by inclusive time (what running each
       # cost), most first.
@@ -99,33 +145,50 @@ module Loadscan
 
       private
 
-      # One pass: a node's parent is an earlier node.
-      def build(nodes)
+      # One pass over the nodes in the order they opened (a node's parent is an earlier node),
+      # in time order with the samples (`samples`: Samples' data, or nil): each stretch of an
+      # entry's own time between its entries gets its calls (Samples#gap) before the next entry.
+      def build(nodes, samples)
         gems = GemDirs.new
+        sampled = samples && Samples.new(samples, gems)
+        @samples = sampled&.count
         bundler = nil
         start = nodes[0][WALL0]
-        list = Array.new(nodes.size)
-        nodes.each_with_index do |n, id|
+        list = []
+        open = [] # [node index, entry, readings where its current stretch began]
+        close = lambda do
+          index, entry, from = open.pop
+          n = nodes[index]
+          to = [n[WALL1], n[CPU1], n[ALLOC1], n[GC1]]
+          sampled&.gap(entry, from, to, list, start)
+          open.last[2] = to unless open.empty?
+        end
+        nodes.each_with_index do |n, index|
+          close.call while !open.empty? && open.last[0] != n[PARENT]
+          began = [n[WALL0], n[CPU0], n[ALLOC0], n[GC0]]
+          sampled&.gap(open.last[1], open.last[2], began, list, start) unless open.empty?
           label = text(n[LABEL])
           label = gems.short(label) if label.start_with?("/")
           file = (f = n[FILE]) && text(f)
-          wall0 = n[WALL0]
-          wall = (n[WALL1] - wall0) / 1_000_000.0 # the recorder's nanoseconds, as milliseconds
+          wall = (n[WALL1] - n[WALL0]) / 1_000_000.0 # the recorder's nanoseconds, as milliseconds
           cpu = (n[CPU1] - n[CPU0]) / 1_000_000.0
           allocated = n[ALLOC1] - n[ALLOC0]
           gc = (n[GC1] - n[GC0]) / 1_000_000.0
           kind = n[KIND]
-          parent = (parent_id = n[PARENT]) && list[parent_id]
+          parent = open.last&.[](1)
           gem = case kind
                 when :boot then "(outside any require)"
                 when :startup then "(ruby start)"
                 when :phase then bundler ||= gems.of($LOADED_FEATURES.find { |f| f.end_with?("/bundler.rb") }) || "bundler"
                 else gems.of(file) || parent.gem
                 end
-          entry = list[id] = Entry.new(id, parent_id, kind, label, file, gem, (wall0 - start) / 1_000_000.0, wall, cpu, allocated, gc,
-                                       wall, cpu, allocated, gc, [])
+          entry = Entry.new(list.size, parent&.id, kind, label, file, gem, (n[WALL0] - start) / 1_000_000.0, wall, cpu, allocated, gc,
+                            wall, cpu, allocated, gc, [])
+          list << entry
           parent&.adopt(entry)
+          open << [index, entry, began]
         end
+        close.call until open.empty?
         list
       end
 

@@ -81,6 +81,11 @@ impl CacheDir {
         Ok(Some(bytes))
     }
 
+    /// Opens the file `name` to read, trusted as [`CacheDir::load`] trusts the cache file.
+    pub fn open_trusted(&self, name: &str) -> Result<std::fs::File, LoadErrorKind> {
+        sys::open_file(self, name)
+    }
+
     /// Whether the file `name` may be written over: absent, or a file of loadscan's under that
     /// name (by its first bytes) owned by this user.
     pub fn replaceable(&self, name: &str) -> io::Result<bool> {

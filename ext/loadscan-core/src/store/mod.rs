@@ -62,7 +62,7 @@ pub use cache_file::{CacheFile, Opened, MAX_LAST_BOOT_LEN};
 pub use error::{DirError, DirErrorKind, LoadError, LoadErrorKind};
 pub use file::MAX_FILE_LEN;
 pub use format::{bound_dead_roots, encode, RootRecord, DEAD_ROOTS_MIN, FORMAT_VERSION};
-pub use names::{CACHE_FILE, LAST_BOOT_FILE};
+pub use names::{CACHE_FILE, ISEQ_FILE, LAST_BOOT_FILE};
 pub use snapshot::{RootView, Snapshot};
 pub(crate) use validate::stamp_differs;
 pub use validate::{check_root, Freshness, Validation, RACY_NS};

@@ -8,14 +8,18 @@
 pub const CACHE_FILE: &str = "loadscan.cache";
 /// The last boot's figures (one JSON object: `loadscan stats`, `loadscan doctor`).
 pub const LAST_BOOT_FILE: &str = "last_boot.json";
+/// The compile cache (`compile_cache/format.rs`).
+pub const ISEQ_FILE: &str = "iseq.bin";
 /// Every file loadscan keeps in a cache directory.
-pub const CACHE_FILES: [&str; 2] = [CACHE_FILE, LAST_BOOT_FILE];
+pub const CACHE_FILES: [&str; 3] = [CACHE_FILE, LAST_BOOT_FILE, ISEQ_FILE];
 
 /// The first bytes a file of ours starts with (an empty file is ours too: a writer killed
 /// mid-way): what may be replaced under each name.
 pub(super) fn signature(name: &str) -> &'static [u8] {
     if name == LAST_BOOT_FILE {
         b"{"
+    } else if name == ISEQ_FILE {
+        crate::compile_cache::MAGIC
     } else {
         super::format::MAGIC
     }

@@ -78,12 +78,7 @@ pub fn rss() -> i64 {
 
 /// Seconds of `CLOCK_MONOTONIC`, as Ruby's `Process.clock_gettime(Process::CLOCK_MONOTONIC)`.
 fn monotonic() -> f64 {
-    extern "C" {
-        fn clock_gettime(clock: i32, ts: *mut [i64; 2]) -> i32;
-    }
-    let mut ts = [0i64; 2];
-    unsafe { clock_gettime(1, &mut ts) };
-    ts[0] as f64 + ts[1] as f64 / 1e9
+    crate::sys::clock_ns(crate::sys::CLOCK_MONOTONIC) as f64 / 1e9
 }
 
 /// Why the deferral ends (`BootGC`'s names).

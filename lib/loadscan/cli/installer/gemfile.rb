@@ -100,7 +100,10 @@ module Loadscan
             walk(source, call.block, condition || inside, found, dir, chain)
           else
             unread = condition || "inside code loadscan install does not read (line #{RubySource.first_line(node)})"
-            each_call(node) { |inner| visit(source, inner, inner.node.equal?(node) ? condition : unread, found, dir, chain) }
+            each_call(node) do |inner|
+              top = inner.node.equal?(node)
+              visit(source, inner, top ? condition : unread, found, dir, chain, guarded: !top)
+            end
             deep(node).each { |line| found[[source, line]] = unread }
           end
         end
@@ -108,21 +111,31 @@ module Loadscan
 
       # A call in code the walk does not read: `eval_gemfile` is read through (its declarations
       # under `condition`), a call that may declare gems unseen is refused.
-      def visit(source, call, condition, found, dir, chain)
+      # (`guarded`: inside other code, an `if` most often, that may not run it.)
+      def visit(source, call, condition, found, dir, chain, guarded: false)
         line = RubySource.first_line(call.node)
         if call.name == "eval_gemfile" && call.receiver.nil?
-          read_through(source, call, line, condition, found, dir, chain)
+          read_through(source, call, line, condition, found, dir, chain, guarded: guarded)
         elsif OPAQUE.include?(call.name) || (call.name == "gem" && (call.receiver || !RubySource.string(call.args[0])))
           raise Refused, unseen(source, line, "`#{call.name}`")
         end
       end
 
       # The file an `eval_gemfile` names, walked as part of the Gemfile when it is a local
-      # regular file of UTF-8 Ruby named by a string literal (or `File.expand_path("…", __dir__)`).
-      def read_through(source, call, line, condition, found, dir, chain)
+      # regular file of UTF-8 Ruby named by a string literal (or `File.expand_path("…", __dir__)`,
+      # `File.join(__dir__, "…")`). A file that does not exist is nothing read when something
+      # guards the call (`if File.exist?(…)`): Bundler fails on an `eval_gemfile` of no file, so
+      # in a bundle that resolves that call never runs; named unguarded, Bundler fails too.
+      def read_through(source, call, line, condition, found, dir, chain, guarded: false)
         name = eval_path(call.args) or raise Refused, unseen(source, line, "`eval_gemfile` of a path that is not a string literal")
         path = File.expand_path(name, dir)
         raise Refused, unseen(source, line, "`eval_gemfile` #{MAX_DEPTH} files deep") if chain.size >= MAX_DEPTH
+        if !File.exist?(path) && !File.symlink?(path)
+          return if guarded
+
+          raise Refused, "#{source.rel} line #{line} (#{source.line(line).strip}) names #{name}, which does not exist: " \
+                         "Bundler fails on it too; create it or guard the line (`if File.exist?(…)`), then run `loadscan install` again"
+        end
 
         text, why = read_plain(path)
         raise Refused, unseen(source, line, "`eval_gemfile` of #{name}, which #{why}") if why
@@ -142,11 +155,16 @@ module Loadscan
         return literal if literal
 
         expand = RubySource.call(arg)
-        return nil unless expand&.name == "expand_path" && (expand.receiver in [:var_ref, [:@const, "File", _]]) && expand.args.size == 2
-        return nil unless expand.args[1] in [:vcall | :var_ref, [:@ident | :@kw, "__dir__", _]]
+        return nil unless (expand&.receiver in [:var_ref, [:@const, "File", _]]) && expand.args.size == 2
 
-        RubySource.string(expand.args[0])
+        case expand.name
+        when "expand_path" then RubySource.string(expand.args[0]) if dir?(expand.args[1])
+        when "join" then (name = RubySource.string(expand.args[1])) && !name.start_with?("/") && dir?(expand.args[0]) ? name : nil
+        end
       end
+
+      # `__dir__`: the directory of the file read (what paths are relative to here).
+      def dir?(arg) = arg in [:vcall | :var_ref, [:@ident | :@kw, "__dir__", _]]
 
       # A local regular file's UTF-8 text, read without following a fifo: [text, nil], or [nil, why not].
       def read_plain(path)

@@ -36,6 +36,11 @@ module Loadscan
         @staged = nil
       end
 
+      # Takes the added file out again (a later file could not be written).
+      def restore
+        File.unlink(@path)
+      end
+
       def discard
         File.unlink(@staged) if @staged
       rescue Errno::ENOENT
@@ -60,7 +65,7 @@ module Loadscan
     end
 
     # A file `loadscan uninstall` removes (config/loadscan_boot.rb): checked unchanged since read
-    # when staged, unlinked at commit.
+    # when staged, moved aside at commit (back by `restore`), unlinked by `discard`.
     class RemovedFile
       attr_reader :rel
 
@@ -77,13 +82,27 @@ module Loadscan
         raise Refused, "#{rel} changed while loadscan uninstall ran: run it again"
       end
 
+      # Moved aside (a name beside it) until `discard`, so that `restore` can put it back.
       def commit
-        File.unlink(@path)
+        kept = File.join(File.dirname(@path), ".#{File.basename(@path)}.loadscan-old-#{Process.pid}-#{rand(1 << 32).to_s(16)}")
+        File.rename(@path, kept)
+        @kept = kept
       rescue Errno::ENOENT
         nil
       end
 
-      def discard; end
+      def restore
+        File.rename(@kept, @path) if @kept
+        @kept = nil
+      end
+
+      def discard
+        File.unlink(@kept) if @kept
+      rescue Errno::ENOENT
+        nil
+      ensure
+        @kept = nil
+      end
     end
   end
 end

@@ -1,6 +1,6 @@
-//! `speedscope(entries, name, exporter)`: the boot profile's file, from `Profile::Tree`'s
-//! entries (Structs whose first members are `ENTRY_MEMBERS`), written by the core
-//! (`loadscan_core::speedscope_json`). Entries of another layout (a `loadscan profile` of
+//! `speedscope(entries, name, exporter, samples)`: the boot profile's file, from `Profile::Tree`'s
+//! entries (Structs whose first members are `ENTRY_MEMBERS`), written by
+//! `loadscan_profile::speedscope_json`. Entries of another layout (a `loadscan profile` of
 //! another version of loadscan than the app's) raise ArgumentError, and a member of another type
 //! TypeError: Ruby's writer takes them.
 
@@ -10,13 +10,13 @@ use magnus::rb_sys::{AsRawValue, FromRawValue};
 use magnus::{prelude::*, Error, Float, Integer, RArray, RString, RStruct, Ruby, Symbol, Value};
 use rb_sys::VALUE;
 
-use loadscan_core::{speedscope_json, ProfileEntry};
+use loadscan_profile::{speedscope_json, ProfileEntry};
 
-/// The members the core reads, in this order, at the start of each entry.
+/// The members the writer reads, in this order, at the start of each entry.
 const ENTRY_MEMBERS: [&str; 11] =
     ["id", "parent", "kind", "label", "file", "gem", "start", "wall", "cpu", "allocated", "gc"];
 
-/// One entry's members, its strings still Ruby's: the core borrows their bytes.
+/// One entry's members, its strings still Ruby's: the writer borrows their bytes.
 struct Members {
     parent: Option<usize>,
     kind: Cow<'static, str>,
@@ -30,7 +30,13 @@ struct Members {
     gc: f64,
 }
 
-pub fn speedscope(ruby: &Ruby, entries: RArray, name: RString, exporter: RString) -> Result<RString, Error> {
+pub fn speedscope(
+    ruby: &Ruby,
+    entries: RArray,
+    name: RString,
+    exporter: RString,
+    samples: Option<u64>,
+) -> Result<RString, Error> {
     // First the layout, class by class (asking a class its members allocates)...
     let mut checked = None;
     for value in entries.into_iter() {
@@ -45,7 +51,7 @@ pub fn speedscope(ruby: &Ruby, entries: RArray, name: RString, exporter: RString
         }
     }
     // ...then the members, with no Ruby code run and nothing allocated: no GC can run (nor move
-    // a string) from here until the core has read the strings' bytes. The entries hold them, and
+    // a string) from here until the writer has read the strings' bytes. The entries hold them, and
     // `entries` is on this stack.
     let mut members = Vec::with_capacity(entries.len());
     // The kinds' names by Symbol (a handful): looked up once each.
@@ -92,7 +98,7 @@ pub fn speedscope(ruby: &Ruby, entries: RArray, name: RString, exporter: RString
             gc: m.gc,
         })
         .collect();
-    let json = speedscope_json(unsafe { name.as_slice() }, unsafe { exporter.as_slice() }, &list);
+    let json = speedscope_json(unsafe { name.as_slice() }, unsafe { exporter.as_slice() }, &list, samples);
     Ok(ruby.str_new(&json))
 }
 

@@ -1,18 +1,16 @@
 //! The boot profile's file (`LOADSCAN_PROFILE`, `loadscan profile`): speedscope's evented format
-//! with loadscan's figures beside, as `Loadscan::Profile::Speedscope.document` makes it in Ruby
-//! (lib/loadscan/profile/speedscope.rb says what each part means). Written here in one pass, with
-//! no object per event: the profile is written at the exit of the boot it measured, and this is
-//! most of what that costs. Ruby's writer stays for a process without the extension; the two
-//! give the same document (profile_native_test parses both).
+//! with loadscan's figures beside (lib/loadscan/profile/speedscope.rb says what each part means
+//! and reads it back). Its one writer, in one pass with no object per event: the profile is
+//! written at the exit of the boot it measured, and this is most of what that costs.
 
 use std::fmt::Write as _;
 
 use rustc_hash::FxHashMap;
 
-use crate::json::string;
+use loadscan_core::json_string as string;
 
 /// The `"loadscan"` part's format (`Speedscope::VERSION` in Ruby).
-pub const SPEEDSCOPE_VERSION: u32 = 1;
+pub const SPEEDSCOPE_VERSION: u32 = 2;
 
 /// speedscope's schema, named by the document.
 const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
@@ -48,7 +46,8 @@ pub struct ProfileEntry<'a> {
 /// boot's: its label) with their file, one open and one close event per entry in microseconds,
 /// and under `"loadscan"` one array per figure speedscope has no place for. `exporter` names the
 /// writer (`loadscan 0.1.0`).
-pub fn speedscope_json(name: &[u8], exporter: &[u8], entries: &[ProfileEntry]) -> String {
+/// `samples`: how many stack samples the profile took (none when it took none).
+pub fn speedscope_json(name: &[u8], exporter: &[u8], entries: &[ProfileEntry], samples: Option<u64>) -> String {
     // The frames: one per name, and a name seen with another file gets a frame of its own.
     let mut frames: Vec<(Vec<u8>, Option<&[u8]>)> = Vec::new();
     let mut frame_of: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
@@ -138,6 +137,10 @@ pub fn speedscope_json(name: &[u8], exporter: &[u8], entries: &[ProfileEntry]) -
     list(&mut out, entries, |out, e| number(out, e.allocated));
     out.push_str(",\"gc\":");
     list(&mut out, entries, |out, e| number(out, (e.gc * 1000.0).round() as i64));
+    if let Some(samples) = samples {
+        out.push_str(",\"samples\":");
+        number(&mut out, samples as i64);
+    }
     out.push_str("}}");
     out
 }
@@ -220,7 +223,7 @@ mod tests {
             entry(Some(0), "require", "json", Some("/g/json.rb"), "json", 6.0, 0.002),
             entry(Some(0), "require", "json", Some("/h/json.rb"), "json", 7.0, 1.0),
         ];
-        let json = speedscope_json(b"bin/rails runner nil", b"loadscan 0.1.0", &entries);
+        let json = speedscope_json(b"bin/rails runner nil", b"loadscan 0.1.0", &entries, None);
         assert!(json.starts_with("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"shared\":{\"frames\":[{\"name\":\"bin/rails runner nil\"},{\"name\":\"json [json]\",\"file\":\"/g/json.rb\"},{\"name\":\"json/common [json]\",\"file\":\"/g/json/common.rb\"},{\"name\":\"json [json]\",\"file\":\"/h/json.rb\"}]}"), "{json}");
         let events = [
             ("O", 0, 0),
@@ -237,7 +240,7 @@ mod tests {
         let events: Vec<String> =
             events.iter().map(|(t, f, at)| format!("{{\"type\":\"{t}\",\"frame\":{f},\"at\":{at}}}")).collect();
         assert!(json.contains(&format!("\"endValue\":10000,\"events\":[{}]}}]", events.join(","))), "{json}");
-        assert!(json.ends_with(",\"name\":\"boot profile: bin/rails runner nil\",\"activeProfileIndex\":0,\"exporter\":\"loadscan 0.1.0\",\"loadscan\":{\"version\":1,\"name\":\"bin/rails runner nil\",\"kind\":[\"boot\",\"require\",\"require\",\"require\",\"require\"],\"gem\":[\"(outside any require)\",\"json\",\"json\",\"json\",\"json\"],\"cpu\":[5000,2000,500,1,500],\"allocated\":[7,7,7,7,7],\"gc\":[0,0,0,0,0]}}"), "{json}");
+        assert!(json.ends_with(",\"name\":\"boot profile: bin/rails runner nil\",\"activeProfileIndex\":0,\"exporter\":\"loadscan 0.1.0\",\"loadscan\":{\"version\":2,\"name\":\"bin/rails runner nil\",\"kind\":[\"boot\",\"require\",\"require\",\"require\",\"require\"],\"gem\":[\"(outside any require)\",\"json\",\"json\",\"json\",\"json\"],\"cpu\":[5000,2000,500,1,500],\"allocated\":[7,7,7,7,7],\"gc\":[0,0,0,0,0]}}"), "{json}");
     }
 
     #[test]
@@ -246,9 +249,10 @@ mod tests {
         odd.file = Some(b"/x/\xff.rb");
         odd.gem = None;
         let entries = [entry(None, "boot", "ruby -e 1", None, "(outside any require)", 0.0, 2.0), odd];
-        let json = speedscope_json(b"ruby -e \"1\"", b"loadscan", &entries);
+        let json = speedscope_json(b"ruby -e \"1\"", b"loadscan", &entries, Some(12));
         assert!(json.contains("{\"name\":\"a \\\"q\\\" \\\\ \\t\\u0001 é []\",\"file\":\"/x/\u{fffd}.rb\"}"), "{json}");
         assert!(json.contains("\"name\":\"boot profile: ruby -e \\\"1\\\"\""), "{json}");
         assert!(json.contains("\"gem\":[\"(outside any require)\",null]"), "{json}");
+        assert!(json.ends_with(",\"samples\":12}}"), "{json}");
     }
 }

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../kernel_watch"
+require_relative "../../kernel_watch"
 
 module Loadscan
   class Profile
@@ -16,13 +16,17 @@ module Loadscan
     # require; a call that passes through two copies is one entry (Profile#open_entry).
     #
     # They see each feature as what stands in front passes it on, autoloads too (Ruby's
-    # autoload calls `require` by name). While a profile records, they add a frame of their own
+    # autoload calls `require` by name). A hook called by another name (an alias another
+    # library took of it, as Bootsnap's `require_without_bootsnap`: its `require` resolves the
+    # feature, then calls the one it wrapped with the path) is that library passing on a call
+    # already timed: no entry of its own. While a profile records, they add a frame of their own
     # to backtraces through `require`. `require_relative` is resolved here, against the file of
     # its caller, and Ruby's own then gets the absolute path (it would resolve against this
     # file): that costs a caller lookup per require_relative once a profile has run in the
     # process (`Loadscan.profile`).
     module Hooks
       NAMES = %i[require require_relative load].freeze
+      SOURCE = __FILE__
 
       class << self
         def attach
@@ -97,6 +101,7 @@ module Loadscan
             def #{signature}
               #{before}
               profile = ::Loadscan::Profile.current or return #{call}
+              return #{call} unless __callee__ == :#{signature[/\A\w+/]} # called by an alias: a wrapper's call of the method it wraps
               index = profile.open_entry(#{entry}) or return #{call}
               loaded_before = $LOADED_FEATURES.size
               finished = false

@@ -1,0 +1,6 @@
+//! The boot profile's part of the binding: `speedscope.rs` hands `Profile::Tree`'s entries to
+//! the one writer of its file (the `loadscan-profile` crate); `sampler.rs` samples the profiled
+//! thread's stack while a profile records.
+
+pub mod sampler;
+pub mod speedscope;
