@@ -167,8 +167,8 @@ module Loadscan
         end
       end
 
-      # Where the tick ended the deferral (ticker.rs: it enabled GC unless the app disabled it,
-      # and kept GC's figures then), the rest of the end, as it ended.
+      # Where the tick ended the deferral (ticker/deferral.rs: it enabled GC unless the app
+      # disabled it, and kept GC's figures then), the rest of the end, as it ended.
       def settle
         return unless @deferring
 
