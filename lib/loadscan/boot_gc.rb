@@ -109,8 +109,8 @@ module Loadscan
 
     class << self
       # Whether GC can be deferred in this process (see above).
-      def supported?
-        RUBY_VERSION >= "3.4" && File.readable?("/proc/self/status")
+      def supported?(ruby: RUBY_VERSION, linux: File.readable?("/proc/self/status"))
+        ruby >= "3.4" && linux
       end
 
       # Starts deferring GC (`mode`: true, false or :auto, LOADSCAN_GC), or only watching for the
@@ -122,14 +122,13 @@ module Loadscan
 
         @setup = snapshot
         key # as the program was started, before it shifts ARGV
-        @mark = last_end&.first == "exit" ? last_end.last : nil
+        @mark = mark(last_end)
         @boot_end = nil
         @budget_runs = @unaccounted_runs = 0
         @app_disabled = false
         @deferred = @deferring = false
         @ended = nil
         @not_deferred = why_not(mode, last_end, rails) and return
-        return @not_deferred = "Ractors running" if Ractor.count > 1
         # All of it or none, as end_deferral.
         Thread.handle_interrupt(Object => :never) { defer }
       end
@@ -168,8 +167,8 @@ module Loadscan
         end
       end
 
-      # Where the tick ended the deferral (ticker.rs: it enabled GC unless the app disabled it,
-      # and kept GC's figures then), the rest of the end, as it ended.
+      # Where the tick ended the deferral (ticker/deferral.rs: it enabled GC unless the app
+      # disabled it, and kept GC's figures then), the rest of the end, as it ended.
       def settle
         return unless @deferring
 
@@ -225,6 +224,25 @@ module Loadscan
           end }
       end
 
+      # Why GC is not deferred in this process (`mode`, `last_end`, `rails`: as `start`'s), or nil:
+      # the decision alone, from what it reads of the process (`ruby`, `linux`: /proc readable,
+      # `ractors`: Ractor.count).
+      def why_not(mode, last_end, rails, ruby: RUBY_VERSION, linux: File.readable?("/proc/self/status"), ractors: Ractor.count)
+        return "off" if mode == false
+        return "Ruby #{ruby} (3.4 and later on Linux only)" unless supported?(ruby: ruby, linux: linux)
+        unless mode == true || rails || KNOWN_ENDS.include?(last_end&.first)
+          return "no known end of the boot (LOADSCAN_GC=on defers it anyway)"
+        end
+
+        "Ractors running" if ractors > 1
+      end
+
+      # Where the deferral ends by allocation (the `allocated` end): the objects the last boot of
+      # this program had allocated when it exited, if it only exited (`last_end`: as `start`'s).
+      def mark(last_end)
+        last_end&.first == "exit" ? last_end.last : nil
+      end
+
       private
 
       def defer
@@ -239,15 +257,6 @@ module Loadscan
         end
         switch_methods(true)
         CoreExt::NewRactor.attach
-      end
-
-      # Why GC is not deferred in this process, or nil.
-      def why_not(mode, last_end, rails)
-        return "off" if mode == false
-        return "Ruby #{RUBY_VERSION} (3.4 and later on Linux only)" unless supported?
-        return nil if mode == true || rails || KNOWN_ENDS.include?(last_end&.first)
-
-        "no known end of the boot (LOADSCAN_GC=on defers it anyway)"
       end
 
       # GC's switch methods: the app's own view of them during the deferral (on: true), GC's own

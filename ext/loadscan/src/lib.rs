@@ -8,8 +8,8 @@
 //! - `state.rs`: every static and the one lock policy; `load_path.rs`: the `$LOAD_PATH` mirror;
 //! - `convert.rs`: every conversion of an answer, figure or problem to Ruby; `options.rs`:
 //!   `start`'s keywords; `hooks.rs`: the callables told what happens; `nogvl.rs`: the GVL; `ticker.rs`: the GC
-//!   deferral's clock; `profile/`: the boot profile's file, from its entries,
-//!   and its stack sampler.
+//!   deferral's clock (its decisions in `ticker/deferral.rs`); `profile/`: the boot profile's file,
+//!   from its entries, and its stack sampler.
 
 mod compile_cache;
 mod convert;

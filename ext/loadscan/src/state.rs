@@ -5,8 +5,9 @@
 //! beside it, read on every `require` without the lock; the callables given to `start` are a
 //! GC-marked array; the `$LOAD_PATH` arrays followed and the hidden snapshot compared with
 //! them are registered with the GC once per process. (Interned symbols live where they are
-//! used; `nogvl.rs` keeps its per-thread "interrupt check owed" flag; `ticker.rs` keeps the GC
-//! deferral's own: its native ticker's and the deferral's state, behind locks of its own.)
+//! used; `nogvl.rs` keeps its per-thread "interrupt check owed" flag; `ticker.rs` and
+//! `ticker/deferral.rs` keep the GC deferral's own: its native ticker's and the deferral's state,
+//! behind locks of their own.)
 //!
 //! Locking: a thread never waits for the lock while it holds the GVL. Starting and stopping
 //! wait for it with the GVL released between tries; every other use *tries* it, and a busy

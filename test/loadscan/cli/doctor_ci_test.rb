@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
-require_relative "../test_helper"
+require_relative "../../test_helper"
 require "json"
-require_relative "../../fixtures/rails_app"
+require_relative "../../../fixtures/rails_app"
 
 # `loadscan doctor` on CI (CI set) with an app whose boot sets up Bootsnap's compile cache beside
 # loadscan (the lines `loadscan install` writes: Bootsnap's load-path cache off): a fresh checkout

@@ -1,15 +1,15 @@
 # frozen_string_literal: true
 
-require_relative "../test_helper"
-require_relative "../support/installer_run"
-require_relative "../support/bundler_app"
+require_relative "../../../test_helper"
+require_relative "../../../support/installer_run"
+require_relative "../../../support/bundler_app"
 
 # How `loadscan install` (exe/loadscan in a real process) writes the files it edits (issue 29,
 # first defect): never a broken or lost file. A last line without a newline stays a line of its
 # own (and the app then boots with loadscan set up); a symlink stays a link and its target is
 # edited; mode, owner and line endings are kept; a failure or an interrupt leaves every file
 # whole (old or new) and no temp file; no diff(1) is needed.
-class InstallerFilesTest < Minitest::Test
+class InstallerAppFileTest < Minitest::Test
   include Loadscan::TestSupport::InstallerRun
 
   GEMFILE = %(source "https://rubygems.org"\ngem "rack"\n)

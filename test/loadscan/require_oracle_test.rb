@@ -3,10 +3,11 @@
 require_relative "../test_helper"
 require_relative "../../fixtures/random_tree"
 
-# The backbone: on seeded random trees (shadowing, .rb/.so pairs, symlinks, loops, non-ASCII
-# names, odd entries), every answer the index gives equals `$LOAD_PATH.resolve_feature_path`,
-# and a boot that requires every feature ends exactly like a stock boot.
-class LookupTest < Minitest::Test
+# The differential require oracle, the backbone: on seeded random trees (shadowing, .rb/.so
+# pairs, symlinks, loops, non-ASCII names, odd entries), every answer the index gives equals
+# `$LOAD_PATH.resolve_feature_path`, and a boot that requires every feature ends exactly like a
+# stock boot.
+class RequireOracleTest < Minitest::Test
   SEEDS = (ENV["LOADSCAN_TEST_SEEDS"] || "1-8").then { |s| s.include?("-") ? Range.new(*s.split("-").map(&:to_i)) : s.split(",").map(&:to_i) }
 
   # The seed's tree, generated once per test in a fresh temp dir of its own, never regenerated

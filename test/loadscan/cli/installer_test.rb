@@ -1,12 +1,12 @@
 # frozen_string_literal: true
 
-require_relative "../test_helper"
-require_relative "../support/installer_run"
-require_relative "../../lib/loadscan/cli/installer"
+require_relative "../../test_helper"
+require_relative "../../support/installer_run"
+require_relative "../../../lib/loadscan/cli/installer"
 
 # `loadscan install` (exe/loadscan in a real process) on apps' Gemfile, config/boot.rb and
 # Dockerfile: the edits, the diff it shows, --dry-run, a second run, and the files it refuses to
-# edit. test/loadscan/installer_files_test.rb checks how it writes them (links, owners, modes,
+# edit. test/loadscan/cli/installer/app_file_test.rb checks how it writes them (links, owners, modes,
 # line endings, interrupts); test/integration/install_test.rb boots a real Rails app after it.
 class InstallerTest < Minitest::Test
   include Loadscan::TestSupport::InstallerRun
