@@ -50,7 +50,7 @@ class AppDirTest < Minitest::Test
       app = make_app(dir, "app", gemfile: true)
       cache = File.join(app, "tmp", "cache", "loadscan")
       assert_equal cache, boot(dir, app)[:cache_dir]
-      assert_equal %w[last_boot.json loadscan.cache], cache_files(app)
+      assert_equal %w[iseq.bin last_boot.json loadscan.cache], cache_files(app)
       last = File.read(File.join(cache, "last_boot.json"))
 
       out, err, status = cli(dir, app, "stats")
@@ -62,7 +62,7 @@ class AppDirTest < Minitest::Test
       assert_equal last, File.read(File.join(cache, "last_boot.json")), "build recorded itself as the app's last boot"
       out, err, status = cli(dir, app, "clear")
       assert_equal [0, ""], [status, err], out
-      assert_equal %w[last_boot.json loadscan.cache].map { "removed #{File.join(cache, _1)}" }, out.lines.map(&:chomp).sort
+      assert_equal %w[iseq.bin last_boot.json loadscan.cache].map { "removed #{File.join(cache, _1)}" }, out.lines.map(&:chomp).sort
       assert_empty cache_files(app)
 
       # loadscan set up before Bundler, by RUBYOPT: the app is found all the same.
@@ -70,7 +70,7 @@ class AppDirTest < Minitest::Test
                                                                         env: env(dir, app).merge("RUBYOPT" => "-I#{Loadscan::TestSupport::LIB} -rloadscan/setup -rbundler/setup"))
       assert run.success?, run.stderr
       assert_equal cache, run.report
-      assert_equal %w[last_boot.json loadscan.cache], cache_files(app)
+      assert_equal %w[iseq.bin last_boot.json loadscan.cache], cache_files(app)
       assert_empty Dir.glob("#{dir}/home/**/*"), "nothing in the user's cache dir"
     end
   end
