@@ -38,7 +38,7 @@ module Loadscan
         @config = config
         tracepoint = TracePoint.new(:script_compiled) { |tp| Native.compile_cache_compiled(tp.instruction_sequence) }
         warning = Native.compile_cache_start(config.cache_dir, env_key(config), tracepoint, categories)
-        Warnings.once(:compile_cache, warning) if warning
+        Warnings.once(:cache, warning) if warning # (one warning for a damaged cache dir: the index's or this)
         update_flags
         singleton = RubyVM::InstructionSequence.singleton_class
         to_front(singleton)

@@ -168,7 +168,7 @@ class CacheTest < Minitest::Test
         assert_empty run.stderr
         assert_equal stock.report["results"], run.report["results"]
       end
-      assert_equal [FILE, "last_boot.json"].sort, Dir.children(cache).sort
+      assert_equal [FILE, "last_boot.json", "iseq.bin"].sort, Dir.children(cache).sort
       assert_operator boot(lp, cache).report["stats"][:roots_from_cache], :>=, 2
     end
   end
