@@ -16,6 +16,7 @@ mod format;
 pub use format::{encode, merge, Entry, Found, Id, Refused, Table, MAGIC, VERSION};
 
 use std::io::{self, Read};
+#[cfg(target_os = "linux")]
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 
