@@ -97,7 +97,8 @@ module Loadscan
       # Ruby compiles that file, and the file is written again at exit without it.
       def damaged(path)
         Warnings.guarded(:compile_cache_damage, "the warning") do
-          Warnings.once(:compile_cache_damage, "the compile cache's entry for #{path} is damaged (its CRC); compiling instead")
+          # (the kind of a damaged cache dir: one warning whichever of its files are damaged)
+          Warnings.once(:cache, "the compile cache's entry for #{path} is damaged (its CRC); compiling instead")
         end
         nil
       end
