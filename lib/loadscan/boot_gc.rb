@@ -46,7 +46,7 @@ module Loadscan
   # `require` pays nothing for it. The tick is native and calls no Ruby method, so it can take no
   # exception raised into the thread and do no IO a Fiber scheduler sees; when it ends the
   # deferral it enables GC itself (unless the app disabled it), and the rest of the end (GC's
-  # methods back, the figures) is done here at the next call (`settle`). Where the native thread
+  # methods back, the figures) is done here at the next call (`catch_up`). Where the native thread
   # cannot be made (a thread limit), GC is not deferred.
   #
   # The app keeps its own GC switch: during the deferral `GC.disable` and `GC.enable` answer and
@@ -134,7 +134,7 @@ module Loadscan
       end
 
       def deferring?
-        locked { settle }
+        locked { catch_up }
         @deferring == true
       end
 
@@ -154,7 +154,7 @@ module Loadscan
         locked do
           next false if @setup.nil?
 
-          settle
+          catch_up
           # Where the program's own boot ended (the next boot's mark), even after the deferral did.
           @boot_end ||= [GC.stat(:total_allocated_objects), why.to_s] if SIGNALS.include?(why)
           next false if @ended
@@ -169,7 +169,7 @@ module Loadscan
 
       # Where the tick ended the deferral (ticker/deferral.rs: it enabled GC unless the app
       # disabled it, and kept GC's figures then), the rest of the end, as it ended.
-      def settle
+      def catch_up
         return unless @deferring
 
         @budget_runs, (why, stat, info, at) = Native.ticker_state
@@ -196,7 +196,7 @@ module Loadscan
           was = @app_disabled
           @app_disabled = disable
           # A tick that ended the deferral before (GC as the app had set it): GC as it sets it now.
-          settle
+          catch_up
           was
         end
       end
@@ -207,7 +207,7 @@ module Loadscan
       def figures
         return nil unless @setup
 
-        locked { settle }
+        locked { catch_up }
 
         at_end = @ended || snapshot
         { deferred: @deferred, not_deferred: @not_deferred, ended_by: @ended&.fetch(:why),

@@ -206,7 +206,7 @@ class CompileCacheTest < Minitest::Test
 
   private
 
-  # Boots `code` twice with loadscan on dir/cache (the second settles compiles of the first
+  # Boots `code` twice with loadscan on dir/cache (the second decides on compiles of the first
   # whose state was new), so the cache holds its files.
   def warm_up(dir, code)
     run_ruby!(code, loadscan: true, env: { "LOADSCAN_CACHE_DIR" => "#{dir}/cache" })

@@ -231,7 +231,7 @@ impl CompileCache {
         self.figures.pending = self.pending.len() as u64;
     }
 
-    /// The compiles kept so far, to settle their silent states (the binding's check at exit).
+    /// The compiles kept so far, to decide their silent states (the binding's check at exit).
     pub fn pending_mut(&mut self) -> &mut Vec<Entry> {
         &mut self.pending
     }
