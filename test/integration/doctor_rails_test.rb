@@ -82,10 +82,17 @@ class DoctorRailsTest < Minitest::Test
       report = run[:report]
       production_env = { "RAILS_ENV" => "production", "RACK_ENV" => nil }
       assert_equal [nil, production_env], [report["environment"]["RAILS_ENV"], report["last_boot"]["environment"]]
-      advice = report.fetch("gc_settings")
-      refute_nil advice, "the production boot ran GC: #{report["last_boot"]["gc"].inspect}"
       gc = report["last_boot"]["gc"]
       deferred = RUBY_VERSION >= "3.4"
+      advice = report.fetch("gc_settings")
+      if deferred && gc["runs_before_setup"].to_i.zero?
+        # A Ruby whose startup allocates less than its first heap holds (4.1-dev's) runs no GC
+        # before loadscan's first-line setup: nothing to advise, and doctor says nothing of it.
+        assert_nil advice, gc.inspect
+        refute Loadscan::Doctor.text(report).any? { |l| l.start_with?("GC settings") }
+        skip "no GC run before loadscan's setup on #{RUBY_VERSION}: the advice's figures are checked on 3.4 and 4.0"
+      end
+      refute_nil advice, "the production boot ran GC: #{gc.inspect}"
       assert_equal [deferred, deferred ? "before setup" : "boot"], [gc["deferred"], advice["part"]]
       assert_equal production_env, advice["environment"]
       %w[without_settings with_settings].each do |boot_with|
