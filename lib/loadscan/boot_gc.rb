@@ -26,15 +26,16 @@ module Loadscan
   #   fork       a `fork` (the parent's boot ends before it) or `Process.daemon`
   #   ractor     a second Ractor is made (`Ractor.new`): the tick runs only while a thread of the
   #              main Ractor runs, and another Ractor may allocate while none does
-  #   cap        the process's resident size grew by CAP since setup
+  #   cap        the process's anonymous resident size grew by CAP since setup
   #   memory     two budget runs in a row were due to resident growth Ruby does not count (fiber
   #              stacks, a C library's memory): only Ruby's own GC schedule keeps that in check
   #   time       MAX_SECONDS after setup
   #   exit       the program ends first (loadscan's at_exit, after the program's own)
   #
   # While it is deferred, memory is bounded: whenever Ruby allocated BUDGET since the last GC (heap
-  # pages, malloc), or the process's resident size grew by BUDGET since then (what Ruby does not
-  # count: fiber stacks, mapped files), one full GC runs (a budget run: it frees all that stock's
+  # pages, malloc), or the process's anonymous resident size (RssAnon: not the pages of mapped
+  # files, shared libraries, which no GC frees) grew by BUDGET since then (what Ruby does not
+  # count: fiber stacks, a C library's malloc), one full GC runs (a budget run: it frees all that stock's
   # GCs would, the old garbage too) and the deferral goes on, unless it ran for growth Ruby does not
   # count twice in a row (the stacks of fibers it freed stay pooled: each such run came BUDGET
   # higher; one alone is a boot's own, a Rails app's on Ruby 4.1); CAP of growth ends it. No
@@ -61,10 +62,10 @@ module Loadscan
   module BootGC
     # How often the native thread asks for a `tick`.
     TICK_MS = 20
-    # What Ruby allocates (heap pages, malloc), or the process's resident size grows by, since the
-    # last GC that makes one full GC run.
+    # What Ruby allocates (heap pages, malloc), or the process's anonymous resident size grows by,
+    # since the last GC that makes one full GC run.
     BUDGET = 64 << 20
-    # Growth of the resident size since setup that ends the deferral: no boot grows that much.
+    # Growth of the anonymous resident size since setup that ends the deferral: no boot grows that much.
     CAP = 512 << 20
     PAGE_SIZE = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE] || (64 << 10)
     MAX_SECONDS = 60.0

@@ -214,6 +214,29 @@ class BootGCTest < Minitest::Test
     assert_operator mb, :<, stock_mb + 64 + 96, "#{mb} MB against stock's #{stock_mb} (#{gc.inspect}); 500 MB made"
   end
 
+  # Pages of a mapped file are resident but no GC frees them: 192 MiB of a file mapped and read
+  # during the deferral (as shared libraries and the compile cache's store are) call for no
+  # budget run; the deferral counts anonymous memory (RssAnon), which a GC can give back.
+  def test_mapped_file_pages_call_for_no_budget_run
+    body = <<~RUBY
+      Warning[:experimental] = false # IO::Buffer
+      path = File.join(ENV.fetch("LOADSCAN_TEST_TMP"), "mapped.bin")
+      File.open(path, "wb") { |f| f.truncate(192 << 20) }
+      file = File.open(path, "rb")
+      map = IO::Buffer.map(file, nil, 0, IO::Buffer::READONLY)
+      (0...map.size).step(4096) { |at| map.get_value(:U8, at) }
+      grew = File.read("/proc/self/status")[/RssFile:\\s+(\\d+)/, 1].to_i >> 10
+      sleep 0.2 # ten ticks
+      booted!
+      report([grew, gc_figures&.slice(:deferred, :budget_runs, :ended_by)])
+    RUBY
+    Dir.mktmpdir("loadscan-mapped") do |tmp|
+      grew, gc = boot(body, env: { "LOADSCAN_TEST_TMP" => tmp })
+      assert_operator grew, :>=, 192, "the mapped file's pages were not resident (RssFile #{grew} MiB)"
+      assert_equal [true, 0, "booted"], gc.values_at(:deferred, :budget_runs, :ended_by), gc.inspect
+    end
+  end
+
   # What the app sees of the GC when it runs late: a finalizer runs and a WeakRef dies when a GC
   # has run (GC.start during the boot, or the GCs after it), ObjectSpace sees what is alive.
   def test_finalizers_weakrefs_and_objectspace_are_stocks

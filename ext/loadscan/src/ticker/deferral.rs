@@ -6,7 +6,7 @@
 //! method returns, so any Ruby code in it would take an exception raised into the thread
 //! (`Thread#raise`, `Timeout`) that Ruby's runner of postponed jobs then drops, and its IO would go
 //! through the program's Fiber scheduler (which may switch fibers there). It reads GC's figures
-//! (`rb_gc_stat`), the resident size (/proc, read here), the clock and two instance variables;
+//! (`rb_gc_stat`), the anonymous resident size (/proc, read here), the clock and two instance variables;
 //! it may run one `rb_gc_start` (a budget run: finalizers run inside it with interrupts held
 //! back, as Ruby runs them) and, when it ends the deferral, `rb_gc_enable`. What is left of the end
 //! for Ruby (GC's own methods back) is done by `BootGC` at its next call, from [`state`].
@@ -64,16 +64,18 @@ fn lock() -> std::sync::MutexGuard<'static, Option<Deferral>> {
     DEFERRAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The process's resident size in bytes (/proc/self/status's VmRSS), 0 where unreadable.
+/// The process's anonymous resident size in bytes (/proc/self/status's RssAnon: heap pages,
+/// malloc, fiber stacks), VmRSS where the kernel has no RssAnon (before 4.5), 0 where unreadable.
+/// Pages of mapped files (shared libraries, the compile cache's store) are not counted: no GC
+/// frees them, and the kernel can drop them.
 pub fn rss() -> i64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| {
-                l.strip_prefix("VmRSS:").and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
-            })
-        })
-        .map_or(0, |kb| kb << 10)
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return 0 };
+    let kb = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok()))
+    };
+    kb("RssAnon:").or_else(|| kb("VmRSS:")).map_or(0, |kb| kb << 10)
 }
 
 /// Seconds of `CLOCK_MONOTONIC`, as Ruby's `Process.clock_gettime(Process::CLOCK_MONOTONIC)`.
