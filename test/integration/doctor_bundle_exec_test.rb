@@ -28,10 +28,11 @@ class DoctorBundleExecTest < Minitest::Test
       plain = doctor([RbConfig.ruby, EXE], app, env)
       bundled = doctor([BUNDLE, "exec", RbConfig.ruby, EXE], app, env)
       assert_equal [true, true], [plain["set_up_by_boot"], bundled["set_up_by_boot"]]
-      trial = figures(plain)
+      trial = trial_figures(plain)
       assert_operator trial[:requires], :>, 1, "the plain trial boot's requires: #{trial.inspect}"
       assert_operator trial[:compile_cache_hits], :>, 0, "the plain trial boot's compile cache: #{trial.inspect}"
-      assert_equal trial, figures(bundled), "the trial boot and the GC advice's boots, plain and under bundle exec"
+      assert_equal trial, trial_figures(bundled), "the trial boot, plain and under bundle exec"
+      assert_same_gc_advice plain["gc_settings"], bundled["gc_settings"]
       assert_equal [plain["ok"], plain["problems"]], [bundled["ok"], bundled["problems"]]
     end
   end
@@ -45,17 +46,28 @@ class DoctorBundleExecTest < Minitest::Test
     JSON.parse(run.stdout)
   end
 
-  # What a doctor's boots did, from its report: the trial boot's requires answered by loadscan and
-  # its compile cache, and the GC runs of the GC advice's boots (where it gave any).
-  def figures(report)
+  # The trial boot's figures in a doctor's report: the requires loadscan answered and what the
+  # compile cache served and left to Ruby.
+  def trial_figures(report)
     trial = report.fetch("trial_require")
     cache = report.fetch("stats")["compile_cache"] || {}
-    advice = report["gc_settings"]
-    gc = advice && %w[without_settings with_settings].to_h do |boot|
-      figures = advice.fetch(boot)
-      [boot, figures.slice("runs", "runs_before_setup")]
-    end
     { answered: trial["answered"], hits: trial["hits"], requires: trial["requires"], compile_cache_hits: cache["hits"],
-      compile_cache_compiled: cache["misses"], gc_advice: gc }
+      compile_cache_compiled: cache["misses"] }
+  end
+
+  # The GC advice's boots ran alike (or neither doctor gave any advice): the GC runs of the part
+  # it covers, the same with the settings (none left before setup, where GC is deferred), and
+  # without them the same but for the one or two runs a whole boot's GC varies by from one run to
+  # the next (Ruby 3.3: 24 to 26 of doctor's own, plain). Under `bundle exec` without its
+  # environment (Ruby 3.4) they were 8 and 4 runs before setup, against 4 and 0.
+  def assert_same_gc_advice(plain, bundled)
+    return assert_nil bundled, "no GC advice from plain doctor" unless plain
+
+    refute_nil bundled, "GC advice from plain doctor: #{plain.inspect}"
+    assert_equal plain["part"], bundled["part"]
+    runs = plain["part"] == "boot" ? "runs" : "runs_before_setup"
+    assert_equal plain["with_settings"][runs], bundled["with_settings"][runs], "#{runs} of a boot with the settings"
+    without = plain["without_settings"][runs]
+    assert_in_delta without, bundled["without_settings"][runs], 1 + without / 10, "#{runs} of a boot without the settings"
   end
 end
