@@ -29,8 +29,13 @@ class DoctorBundleExecTest < Minitest::Test
       bundled = doctor([BUNDLE, "exec", RbConfig.ruby, EXE], app, env)
       assert_equal [true, true], [plain["set_up_by_boot"], bundled["set_up_by_boot"]]
       trial = trial_figures(plain)
-      assert_operator trial[:requires], :>, 1, "the plain trial boot's requires: #{trial.inspect}"
-      assert_operator trial[:compile_cache_hits], :>, 0, "the plain trial boot's compile cache: #{trial.inspect}"
+      # Rails 7.2's app sets loadscan up at config/boot.rb's first line (`loadscan install`'s), before
+      # Bundler's setup, whose requires it answers and serves; Debian's Rails 6.1 app (Ruby 3.1)
+      # after it (BundlerApp.rails_app): its trial boot has the trial require alone, either way.
+      if RailsApp.rails72?
+        assert_operator trial[:requires], :>, 1, "the plain trial boot's requires: #{trial.inspect}"
+        assert_operator trial[:compile_cache_hits], :>, 0, "the plain trial boot's compile cache: #{trial.inspect}"
+      end
       assert_equal trial, trial_figures(bundled), "the trial boot, plain and under bundle exec"
       assert_same_gc_advice plain["gc_settings"], bundled["gc_settings"]
       assert_equal [plain["ok"], plain["problems"]], [bundled["ok"], bundled["problems"]]
