@@ -233,15 +233,8 @@ module Loadscan
 
       require_relative "cli/doctor"
       app = App.nearest || Dir.pwd
-      # The environment as it was before Bundler's setup (here, or `bundle exec`'s) put RUBYOPT=-rbundler/setup
-      # and BUNDLER_SETUP in it: the boot's own, which loads Bundler after loadscan where it is set up at the
-      # first line. What Bundler added is removed, not inherited (RubyGems requires BUNDLER_SETUP at start).
-      env = if @env.equal?(ENV) && defined?(::Bundler) && ::Bundler.respond_to?(:original_env)
-              ENV.keys.to_h { [_1, nil] }.merge(::Bundler.original_env)
-            else
-              @env.to_h
-            end
-      env = env.merge("LOADSCAN_READONLY" => "0")
+      # (Before Bundler's setup, here or `bundle exec`'s: ChildBoot.app_env.)
+      env = ChildBoot.app_env(@env).merge("LOADSCAN_READONLY" => "0")
       env["LOADSCAN_CACHE_DIR"] = @options[:cache_dir] if @options[:cache_dir]
       rails = File.file?(File.join(app, "bin", "rails")) && File.file?(File.join(app, "config", "application.rb"))
       Dir.mktmpdir("loadscan-build") do |tmp|

@@ -48,6 +48,26 @@ class ProfileTest < Minitest::Test
     end
   end
 
+  # `bundle exec loadscan profile` profiles the boot `loadscan profile` does: the app's, in the
+  # environment from before Bundler's setup, where config/boot.rb sets Bundler up (inheriting
+  # `bundle exec`'s BUNDLER_SETUP, the boot had it set up in Ruby's start, before the profile).
+  def test_loadscan_profile_under_bundle_exec_profiles_the_boots_bundler_setup
+    with_files([]) do |dir|
+      app = profile_app(dir)
+      bundle = File.join(RbConfig::CONFIG["bindir"], "bundle")
+      features = [[RbConfig.ruby], [bundle, "exec", RbConfig.ruby]].map do |cmd|
+        run = run_ruby(command: [*cmd, Loadscan::TestSupport::EXE, "--json", "profile", "--output", File.join(dir, "boot")],
+                       chdir: app, env: app_env(app))
+        assert run.success?, run.stderr
+        entries = profile_entries(JSON.parse(File.read(JSON.parse(run.stdout)["json"])))
+        setup = entries.find { |e| e["label"] == "bundler/setup" }
+        assert_equal "config/boot.rb", setup && entries[setup["parent"]]["label"], "#{cmd.join(" ")}: bundler/setup under config/boot.rb"
+        entries.select { |e| %w[require require_relative load].include?(e["kind"]) && e["label"].start_with?("bundler") }.map { |e| e["label"] }.sort
+      end
+      assert_equal features[0], features[1], "Bundler's files, plain and under bundle exec"
+    end
+  end
+
   # A profiled boot warns as stock does: Ruby's bundled_gems names the first caller that is not
   # a `require`, so a hook of the profile between the app and Ruby's require moved that warning
   # onto loadscan's own file.

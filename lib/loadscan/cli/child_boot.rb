@@ -1,10 +1,24 @@
 # frozen_string_literal: true
 
 module Loadscan
-  # A boot of the app in a child process, as `doctor` and `build` run one: what it boots, and
-  # how it runs (a process group of its own, a timeout, its stderr kept).
+  # A boot of the app in a child process, as `doctor`, `build` and `profile` run one: the
+  # environment it gets, what it boots, and how it runs (a process group of its own, a timeout,
+  # its stderr kept).
   module ChildBoot
     module_function
+
+    # The environment a boot of the app gets (a Hash to spawn it with; nil unsets), from the
+    # command's `env`. Where that is this process's ENV and Bundler is loaded here (the command's
+    # own setup, `bundle exec`'s, a binstub's): the environment as it was before Bundler's setup
+    # put RUBYOPT=-rbundler/setup and BUNDLER_SETUP in it, the boot's own, which loads Bundler
+    # after loadscan where it is set up at the first line. What Bundler added is removed, not
+    # inherited: RubyGems requires BUNDLER_SETUP at start, and a boot that inherits it has
+    # Bundler set up before its first line, unseen by the compile cache and the index.
+    def app_env(env)
+      return env.to_h unless env.equal?(ENV) && defined?(::Bundler) && ::Bundler.respond_to?(:original_env)
+
+      ENV.keys.to_h { [_1, nil] }.merge(::Bundler.original_env)
+    end
 
     # What a boot of the app at `app` runs, with the child's `env`: a Rails app's whole boot
     # when `full` (config/environment.rb), else config/boot.rb, else Bundler's setup for a

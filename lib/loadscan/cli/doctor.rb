@@ -196,7 +196,8 @@ module Loadscan
     private
 
     # A boot of the app in a child (BOOT_SCRIPT), read-only, with `extra_env` over the app's
-    # environment; with the trial require (`trial`); `full`: a Rails app's whole boot
+    # environment (ChildBoot.app_env: doctor's own from before Bundler's setup, under `bundle exec`
+    # too); with the trial require (`trial`); `full`: a Rails app's whole boot
     # (config/environment.rb), as the GC advice asks where the last boot went that far.
     def trial_boot(extra_env = {}, trial: true, full: false)
       Dir.mktmpdir("loadscan-doctor") do |tmp|
@@ -206,7 +207,7 @@ module Loadscan
           Dir.mkdir(lib)
           File.write(File.join(lib, "#{TRIAL_FEATURE}.rb"), "")
         end
-        app_env = @env.to_h.merge(extra_env)
+        app_env = ChildBoot.app_env(@env).merge(extra_env)
         env = app_env.merge("LOADSCAN_READONLY" => "1") # looking, not writing
         env["LOADSCAN_CACHE_DIR"] = @options[:cache_dir] if @options[:cache_dir]
         boot = ChildBoot.boot_file(@app, env, full: full)

@@ -7,6 +7,7 @@ require_relative "../profile"
 require_relative "../profile/tree"
 require_relative "../profile/report"
 require_relative "../profile/html"
+require_relative "child_boot"
 
 module Loadscan
   class Profile
@@ -178,10 +179,14 @@ module Loadscan
         end
       end
 
+      # The boot's environment: the app's (ChildBoot.app_env: from before Bundler's setup, under
+      # `bundle exec` too, so the profile sees Bundler set up where the boot sets it up), with the
+      # recorder loaded first.
       def child_env
+        env = ChildBoot.app_env(@env)
         start = File.expand_path("../profile/boot/start.rb", __dir__)
-        { "LOADSCAN_PROFILE" => @json_path, "LOADSCAN_PROFILE_PARENT" => Process.pid.to_s,
-          "RUBYOPT" => "-r#{start} #{@env["RUBYOPT"]}".strip }
+        env.merge("LOADSCAN_PROFILE" => @json_path, "LOADSCAN_PROFILE_PARENT" => Process.pid.to_s,
+                  "RUBYOPT" => "-r#{start} #{env["RUBYOPT"]}".strip)
       end
     end
   end
