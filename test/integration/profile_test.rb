@@ -68,6 +68,24 @@ class ProfileTest < Minitest::Test
     end
   end
 
+  # A command given after `--` runs as it was asked: under `bundle exec`, in bundle exec's
+  # environment (only the default boot gets the app's, from before Bundler's setup).
+  def test_a_command_given_under_bundle_exec_keeps_bundle_execs_environment
+    with_files([]) do |dir|
+      app = profile_app(dir)
+      seen = File.join(dir, "seen")
+      bundle = File.join(RbConfig::CONFIG["bindir"], "bundle")
+      script = 'File.write(ARGV[0], [ENV["BUNDLE_GEMFILE"].to_s, ENV["RUBYOPT"].to_s, defined?(Bundler).to_s].join("\n"))'
+      run = run_ruby(command: [bundle, "exec", RbConfig.ruby, Loadscan::TestSupport::EXE, "profile", "--output", File.join(dir, "boot"),
+                               "--", RbConfig.ruby, "-e", script, seen], chdir: app, env: app_env(app))
+      assert run.success?, run.stderr
+      gemfile, rubyopt, bundler = File.read(seen).split("\n", -1)
+      assert_equal File.join(app, "Gemfile"), File.realpath(gemfile), "BUNDLE_GEMFILE"
+      assert_includes rubyopt, "bundler/setup", "bundle exec's RUBYOPT"
+      assert_equal "constant", bundler, "Bundler set up in the command, as bundle exec sets it up"
+    end
+  end
+
   # A profiled boot warns as stock does: Ruby's bundled_gems names the first caller that is not
   # a `require`, so a hook of the profile between the app and Ruby's require moved that warning
   # onto loadscan's own file.

@@ -30,7 +30,8 @@ module Loadscan
 
       def initialize(app:, command: [], output: nil, timeout: 600, env: ENV)
         @app = app
-        @command = command.empty? ? default_command : command
+        @own_command = !command.empty?
+        @command = @own_command ? command : default_command
         base = output || File.join(File.directory?(File.join(app, "tmp")) ? File.join(app, "tmp") : app, "loadscan-profile")
         @json_path = "#{base}.json"
         @html_path = "#{base}.html"
@@ -78,8 +79,6 @@ module Loadscan
 
         128 + (@status.termsig || 9)
       end
-
-      def command_line = @command.join(" ")
 
       def command_line = @command.join(" ")
 
@@ -179,14 +178,16 @@ module Loadscan
         end
       end
 
-      # The boot's environment: the app's (ChildBoot.app_env: from before Bundler's setup, under
-      # `bundle exec` too, so the profile sees Bundler set up where the boot sets it up), with the
-      # recorder loaded first.
+      # The boot's environment, with the recorder loaded first. The default boot gets the app's
+      # (ChildBoot.app_env: from before Bundler's setup, under `bundle exec` too, so the profile
+      # sees Bundler set up where the boot sets it up); a command given after `--` runs in this
+      # process's, as it was asked (`bundle exec loadscan profile -- rspec`: rspec under Bundler).
       def child_env
-        env = ChildBoot.app_env(@env)
+        env = @own_command ? {} : ChildBoot.app_env(@env)
+        rubyopt = (@own_command ? @env : env)["RUBYOPT"]
         start = File.expand_path("../profile/boot/start.rb", __dir__)
         env.merge("LOADSCAN_PROFILE" => @json_path, "LOADSCAN_PROFILE_PARENT" => Process.pid.to_s,
-                  "RUBYOPT" => "-r#{start} #{env["RUBYOPT"]}".strip)
+                  "RUBYOPT" => "-r#{start} #{rubyopt}".strip)
       end
     end
   end
