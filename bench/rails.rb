@@ -2,9 +2,9 @@
 # A real Rails 7.2.4 app's warm boot, several ways (bench/support/rails_app.rb): stock, Bootsnap as
 # `rails new` wires it (load-path cache and compile cache), loadscan + Bootsnap's compile cache
 # (what `loadscan install` made of it before the first line: GC deferred during the boot,
-# loadscan's default), the same with LOADSCAN_GC=off, loadscan alone, and with --only: loadscan
-# on config/boot.rb's first line (with Bootsnap's YAML cache, or alone) and loadscan's load-path
-# half alone (after Bundler, compile cache off); `bin/rails runner nil` in each environment asked
+# loadscan's default), the same with LOADSCAN_GC=off, loadscan alone, loadscan on config/boot.rb's
+# first line (with Bootsnap's YAML cache, or alone) and loadscan's load-path half alone (after
+# Bundler, compile cache off); --only picks some. `bin/rails runner nil` in each environment asked
 # for (production eager-loads the app and the frameworks).
 #
 #   ruby bench/rails.rb [--rounds 10] [--envs development,production] [--no-instructions] [--jobs 2] [--only a,b]
