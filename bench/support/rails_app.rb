@@ -21,7 +21,12 @@ module Bench
   # - loadscan: loadscan alone (Bootsnap's line skipped);
   # - loadscan_first: loadscan set up on config/boot.rb's first line, before `bundler/setup` (its
   #   compile cache serves Bundler's files too), then Bootsnap as generated (its YAML cache; its
-  #   load-path and iseq caches left to loadscan's).
+  #   load-path and iseq caches left to loadscan's);
+  # - load_path_half: loadscan alone set up after Bundler with its compile cache off
+  #   (LOADSCAN_COMPILE_CACHE=0): the load-path index and GC deferral only, as before the
+  #   compile cache (Bootsnap's line skipped);
+  # - loadscan_first_alone: loadscan on config/boot.rb's first line with its compile cache, no
+  #   Bootsnap at all (the line after Bundler then finds it set up).
   # Each has its own cache dirs, kept between runs (warm once filled).
   module RailsApp
     BOOTS = {
@@ -31,11 +36,15 @@ module Bench
       "loadscan+compile_cache,gc_off" => { "BENCH_LOADSCAN" => "1", "LOADSCAN_GC" => "off" },
       "loadscan" => { "BENCH_LOADSCAN" => "1", "BENCH_BOOTSNAP" => "0" },
       "loadscan_first" => { "BENCH_LOADSCAN" => "1", "BENCH_LOADSCAN_FIRST" => "1" },
+      "load_path_half" => { "BENCH_LOADSCAN" => "1", "BENCH_BOOTSNAP" => "0", "LOADSCAN_COMPILE_CACHE" => "0" },
+      "loadscan_first_alone" => { "BENCH_LOADSCAN" => "1", "BENCH_LOADSCAN_FIRST" => "1", "BENCH_BOOTSNAP" => "0" },
     }.freeze
     LABELS = { "stock" => "stock", "bootsnap" => "Bootsnap (full)",
                "loadscan+compile_cache" => "loadscan + Bootsnap's compile cache",
                "loadscan+compile_cache,gc_off" => "the same, LOADSCAN_GC=off", "loadscan" => "loadscan alone",
-               "loadscan_first" => "loadscan on boot.rb's first line + Bootsnap" }.freeze
+               "loadscan_first" => "loadscan on boot.rb's first line + Bootsnap",
+               "load_path_half" => "loadscan after Bundler, no compile cache",
+               "loadscan_first_alone" => "loadscan on boot.rb's first line alone" }.freeze
     DIR = File.join(Fixtures::DIR, "rails72")
     REPORTS = File.join(OUT_DIR, "rails")
 
