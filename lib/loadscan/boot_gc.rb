@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "core_ext/ractor"
+require_relative "core_ext/setrlimit"
 
 module Loadscan
   # A boot with fewer GC pauses. From `Loadscan.setup` until the boot ends, Ruby's GC does not run
@@ -13,9 +14,14 @@ module Loadscan
   #   LOADSCAN_GC=on    every program (one that never says it has booted: up to its mark, below)
   #   LOADSCAN_GC=off   never
   #
-  # and only on Ruby 3.4 and later, on Linux: there Ruby still collects to retry an `open` that
-  # ran out of file descriptors while GC is disabled (3.1 and 3.3 do not: a boot that leaves
-  # Files to GC would fail with EMFILE), and /proc says how much memory the process holds.
+  # and only on Ruby 3.3 and later, on Linux (/proc says how much memory the process holds and
+  # which descriptors it has open; 3.1 has no postponed job a native thread may trigger). Ruby 3.4
+  # and later collect to retry an `open` that ran out of file descriptors while GC is disabled;
+  # 3.3 does not (the `open` fails with EMFILE where stock's GC would have closed the Files left
+  # to it), so there the deferral needs FILES_HEADROOM descriptors free below the soft limit to
+  # start, and ends (`files`) when fewer are left (seen by the tick, and at once after
+  # `Process.setrlimit`); on every Ruby, 256 descriptors opened since the last GC make a budget
+  # run. No boot opens that many Files between two ticks (`File.open` takes 3–9 µs).
   #
   # The boot ends at the first of:
   #
@@ -27,6 +33,7 @@ module Loadscan
   #   ractor     a second Ractor is made (`Ractor.new`): the tick runs only while a thread of the
   #              main Ractor runs, and another Ractor may allocate while none does
   #   cap        the process's anonymous resident size grew by CAP since setup
+  #   files      Ruby 3.3: fewer than FILES_HEADROOM descriptors left below the soft limit
   #   memory     two budget runs in a row were due to resident growth Ruby does not count (fiber
   #              stacks, a C library's memory): only Ruby's own GC schedule keeps that in check
   #   time       MAX_SECONDS after setup
@@ -68,6 +75,10 @@ module Loadscan
     # Growth of the anonymous resident size since setup that ends the deferral: no boot grows that much.
     CAP = 512 << 20
     PAGE_SIZE = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE] || (64 << 10)
+    # Descriptors that must stay free below the soft limit on a Ruby that does not collect for an
+    # `open` that ran out of them while GC is disabled (3.3; `files_headroom`). The tick also runs
+    # a budget run when 256 more are open than at the last GC (ext/loadscan/src/ticker).
+    FILES_HEADROOM = 16_384
     MAX_SECONDS = 60.0
     ENABLE = GC.singleton_class.instance_method(:enable)
     DISABLE = GC.singleton_class.instance_method(:disable)
@@ -111,7 +122,21 @@ module Loadscan
     class << self
       # Whether GC can be deferred in this process (see above).
       def supported?(ruby: RUBY_VERSION, linux: File.readable?("/proc/self/status"))
-        ruby >= "3.4" && linux
+        ruby >= "3.3" && linux
+      end
+
+      # FILES_HEADROOM on a Ruby that does not collect for an `open` that ran out of descriptors
+      # while GC is disabled, else 0.
+      def files_headroom(ruby = RUBY_VERSION) = ruby >= "3.4" ? 0 : FILES_HEADROOM
+
+      # Descriptors free below the soft limit (nil where unknown or unlimited).
+      def files_free
+        soft, = Process.getrlimit(:NOFILE)
+        return nil if soft == Process::RLIM_INFINITY
+
+        soft - Dir.children("/proc/self/fd").size
+      rescue SystemCallError, NotImplementedError
+        nil
       end
 
       # Starts deferring GC (`mode`: true, false or :auto, LOADSCAN_GC), or only watching for the
@@ -166,6 +191,13 @@ module Loadscan
           end_deferral
           true
         end
+      end
+
+      # Ends the deferral (`files`) where fewer descriptors are free than this Ruby needs while GC
+      # is disabled (after `Process.setrlimit`).
+      def check_files
+        free = files_free
+        finish(:files) if free && free < files_headroom
       end
 
       # Where the tick ended the deferral (ticker/deferral.rs: it enabled GC unless the app
@@ -227,10 +259,14 @@ module Loadscan
 
       # Why GC is not deferred in this process (`mode`, `last_end`, `rails`: as `start`'s), or nil:
       # the decision alone, from what it reads of the process (`ruby`, `linux`: /proc readable,
-      # `ractors`: Ractor.count).
-      def why_not(mode, last_end, rails, ruby: RUBY_VERSION, linux: File.readable?("/proc/self/status"), ractors: Ractor.count)
+      # `ractors`: Ractor.count, `files_free`: descriptors free below the soft limit).
+      def why_not(mode, last_end, rails, ruby: RUBY_VERSION, linux: File.readable?("/proc/self/status"), ractors: Ractor.count,
+                  files_free: self.files_free)
         return "off" if mode == false
-        return "Ruby #{ruby} (3.4 and later on Linux only)" unless supported?(ruby: ruby, linux: linux)
+        return "Ruby #{ruby} (3.3 and later on Linux only)" unless supported?(ruby: ruby, linux: linux)
+        if files_free && files_free < files_headroom(ruby)
+          return "#{files_free} file descriptors free (Ruby #{ruby} needs #{files_headroom(ruby)}: `ulimit -n`)"
+        end
         unless mode == true || rails || KNOWN_ENDS.include?(last_end&.first)
           return "no known end of the boot (LOADSCAN_GC=on defers it anyway)"
         end
@@ -251,13 +287,14 @@ module Loadscan
         return @not_deferred = "app disabled GC" if DISABLE.bind_call(GC)
 
         @deferred = @deferring = true
-        unless Native.start_ticker(self, Loadscan, [TICK_MS, @mark.to_i, MAX_SECONDS, BUDGET, CAP, PAGE_SIZE])
+        unless Native.start_ticker(self, Loadscan, [TICK_MS, @mark.to_i, MAX_SECONDS, BUDGET, CAP, PAGE_SIZE, files_headroom])
           @deferred = @deferring = false
           ENABLE.bind_call(GC)
           return @not_deferred = "no native thread"
         end
         switch_methods(true)
         CoreExt::NewRactor.attach
+        CoreExt::SetRlimit.attach if files_headroom.positive?
       end
 
       # GC's switch methods: the app's own view of them during the deferral (on: true), GC's own

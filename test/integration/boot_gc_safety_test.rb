@@ -8,7 +8,7 @@ require_relative "../../fixtures/rails_app"
 # What a stock program does never fails, hangs or grows because GC is deferred during the boot
 # (issue 34's round-4 scenarios): each program runs stock, with loadscan's default (LOADSCAN_GC
 # auto: a script has no known end, so GC is not deferred) and with LOADSCAN_GC=on (deferred where
-# this Ruby can: 3.4+), and must do what stock does.
+# this Ruby can: 3.3+), and must do what stock does.
 class BootGCSafetyTest < Minitest::Test
   App = Loadscan::TestSupport::BundlerApp
   SETUP = Loadscan::TestSupport::RubyProcess::SETUP
@@ -39,7 +39,7 @@ class BootGCSafetyTest < Minitest::Test
     assert_equal false, deferred, "a script has no known end: not deferred by default"
     assert_in_delta off, default_mb, off * 0.2, reports.inspect
     on_mb, (on_deferred, ended_by) = reports["on"]
-    assert_equal RUBY_VERSION >= "3.4", on_deferred
+    assert_equal Loadscan::TestSupport.gc_deferred?, on_deferred
     return unless on_deferred
 
     # Deferred, it finishes (with GC disabled throughout it died at 432 MB): twice in a row the
@@ -134,7 +134,7 @@ class BootGCSafetyTest < Minitest::Test
     RUBY
     assert_equal ["Timeout::Error", 300_000], reports.fetch("stock").first(2)
     reports.each { |name, (outcome, kept)| assert_equal ["Timeout::Error", 300_000], [outcome, kept], "#{name}: #{reports.inspect}" }
-    assert_equal RUBY_VERSION >= "3.4", reports.fetch("on").last, reports.inspect
+    assert_equal Loadscan::TestSupport.gc_deferred?, reports.fetch("on").last, reports.inspect
   end
 
   # The app turns GC off, then allocates 200 MB: no GC runs, a finalizer does not run and a
@@ -156,7 +156,7 @@ class BootGCSafetyTest < Minitest::Test
     RUBY
     assert_equal [0, 0, true, true, nil], reports.fetch("stock")
     reports.each { |name, r| assert_equal [0, 0, true, true], r.first(4), "#{name}: #{reports.inspect}" }
-    assert_equal RUBY_VERSION >= "3.4", reports.fetch("on").last, reports.inspect
+    assert_equal Loadscan::TestSupport.gc_deferred?, reports.fetch("on").last, reports.inspect
   end
 
   # Two fibers under a Fiber scheduler share a counter and do no IO: they end at stock's total
@@ -191,7 +191,7 @@ class BootGCSafetyTest < Minitest::Test
     RUBY
     assert_equal [600_000, nil], reports.fetch("stock")
     reports.each { |name, (counter, _)| assert_equal 600_000, counter, "#{name}: #{reports.inspect}" }
-    assert_equal RUBY_VERSION >= "3.4", reports.fetch("on").last, reports.inspect
+    assert_equal Loadscan::TestSupport.gc_deferred?, reports.fetch("on").last, reports.inspect
   end
 
   # A Ractor makes about 1 GB of short-lived strings while the main thread waits for it: the peak
@@ -210,7 +210,7 @@ class BootGCSafetyTest < Minitest::Test
     off = reports.fetch("off")[1]
     assert_operator off, :<, stock + 150, reports.inspect
     %w[on default].each { |name| assert_operator reports.fetch(name)[1], :<, off + 150, "#{name}: #{reports.inspect}" }
-    assert_equal (RUBY_VERSION >= "3.4" ? [true, "ractor"] : [false, nil]), reports.fetch("on").last, reports.inspect
+    assert_equal (Loadscan::TestSupport.gc_deferred? ? [true, "ractor"] : [false, nil]), reports.fetch("on").last, reports.inspect
   end
 
   # A Rails app set up without the railtie: the tick sees it initialized and ends the boot as
@@ -232,7 +232,7 @@ class BootGCSafetyTest < Minitest::Test
     RUBY
     assert_equal [nil, nil], run_ruby!(code, loadscan: false).report
     on = run_ruby!(code, loadscan: true, env: { "LOADSCAN_GC" => "on" }).report
-    assert_equal (RUBY_VERSION >= "3.4" ? [nil, [true, "rails"]] : ["loadscan", [false, nil]]), on
+    assert_equal (Loadscan::TestSupport.gc_deferred? ? [nil, [true, "rails"]] : ["loadscan", [false, nil]]), on
   end
 
   # A finalizer run by a budget run ends the boot (`Loadscan.booted!`) and switches GC: the tick
@@ -249,7 +249,7 @@ class BootGCSafetyTest < Minitest::Test
     RUBY
     assert_equal 100, reports.fetch("stock").first, reports.inspect
     reports.each { |name, (size, disabled, _)| assert_equal [100, false], [size, disabled], "#{name}: #{reports.inspect}" }
-    assert_equal [RUBY_VERSION >= "3.4", "booted"], reports.fetch("on").last, reports.inspect
+    assert_equal [Loadscan::TestSupport.gc_deferred?, "booted"], reports.fetch("on").last, reports.inspect
   end
 
   # A Rack app that is not Rails, under Puma's cluster mode with preload (through Bundler, a real

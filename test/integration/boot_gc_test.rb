@@ -15,6 +15,7 @@ class BootGCTest < Minitest::Test
 
   BOOT = <<~RUBY
     GC.disable if ENV["APP_GC_DISABLE_FIRST"]
+    Process.setrlimit(:NOFILE, Integer(ENV["APP_NOFILE"])) if ENV["APP_NOFILE"]
     require "bundler/setup"
     require "loadscan/setup" unless ENV["LOADSCAN_TEST_STOCK"]
     def report(value) = File.binwrite(ENV.fetch("LOADSCAN_TEST_REPORT"), Marshal.dump(value))
@@ -45,12 +46,12 @@ class BootGCTest < Minitest::Test
     end
   end
 
-  # GC is deferred on Ruby 3.4+ only (Loadscan::BootGC.supported?), and these programs have no
+  # GC is deferred on Ruby 3.3+ only (Loadscan::TestSupport.gc_deferred?), and these programs have no
   # known end: LOADSCAN_GC=on unless told.
-  DEFERS = RUBY_VERSION >= "3.4"
+  DEFERS = Loadscan::TestSupport.gc_deferred?
 
   def setup
-    skip "GC is deferred on Ruby 3.4 and later only" unless DEFERS || name.include?("doctor")
+    skip "GC is not deferred here (Ruby 3.3 and later; on 3.3 with room for descriptors)" unless DEFERS || name.include?("doctor")
   end
 
   # `script`: the file Ruby runs (config/boot.rb loads boot.rb, as a Rails app's bin/rails does).
@@ -235,6 +236,48 @@ class BootGCTest < Minitest::Test
       assert_operator grew, :>=, 192, "the mapped file's pages were not resident (RssFile #{grew} MiB)"
       assert_equal [true, 0, "booted"], gc.values_at(:deferred, :budget_runs, :ended_by), gc.inspect
     end
+  end
+
+  # Files left to GC keep their descriptors until a GC closes them: 256 more open than at the
+  # last GC make a budget run, which closes those no longer referenced (stock's GCs would have).
+  def test_files_left_to_gc_make_a_budget_run
+    body = <<~RUBY
+      open_fds = -> { Dir.children("/proc/self/fd").size }
+      base = open_fds.call
+      leaked = 0
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 20
+      until gc_figures[:budget_runs].positive? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        10.times { File.open(__FILE__) }
+        leaked += 10
+        sleep 0.001 # the tick's turn
+      end
+      report([leaked, open_fds.call - base, gc_figures.slice(:deferred, :budget_runs, :ended_by)])
+    RUBY
+    leaked, still_open, gc = boot(body)
+    assert_equal [true, nil], gc.values_at(:deferred, :ended_by), gc.inspect
+    assert_operator gc[:budget_runs], :>=, 1, "no budget run for #{leaked} Files left to GC"
+    assert_operator leaked, :>=, 256, "a budget run before 256 Files were left: #{gc.inspect}"
+    assert_operator still_open, :<, leaked, "the budget run closed none of the #{leaked} Files"
+  end
+
+  # Ruby 3.3 fails an `open` that runs out of descriptors while GC is disabled (3.4 collects and
+  # retries): there a boot starts deferred only with FILES_HEADROOM descriptors free, and a
+  # `Process.setrlimit` that leaves fewer ends the deferral at once (`files`), before the next open.
+  def test_descriptors_free_on_ruby_3_3
+    body = "report([gc_figures[:deferred], gc_figures[:not_deferred]])"
+    deferred, why = boot(body, env: { "APP_NOFILE" => "4096" })
+    if RUBY_VERSION < "3.4"
+      assert_equal false, deferred
+      assert_match(/\A\d+ file descriptors free \(Ruby #{RUBY_VERSION} needs 16384: `ulimit -n`\)\z/, why)
+    else
+      assert_equal [true, nil], [deferred, why]
+    end
+
+    body = <<~RUBY
+      Process.setrlimit(:NOFILE, Dir.children("/proc/self/fd").size + 1_000)
+      report(gc_figures.values_at(:deferred, :ended_by))
+    RUBY
+    assert_equal [true, RUBY_VERSION < "3.4" ? "files" : nil], boot(body)
   end
 
   # What the app sees of the GC when it runs late: a finalizer runs and a WeakRef dies when a GC

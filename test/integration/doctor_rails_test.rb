@@ -83,7 +83,7 @@ class DoctorRailsTest < Minitest::Test
       production_env = { "RAILS_ENV" => "production", "RACK_ENV" => nil }
       assert_equal [nil, production_env], [report["environment"]["RAILS_ENV"], report["last_boot"]["environment"]]
       gc = report["last_boot"]["gc"]
-      deferred = RUBY_VERSION >= "3.4"
+      deferred = Loadscan::TestSupport.gc_deferred?
       advice = report.fetch("gc_settings")
       if deferred && gc["runs_before_setup"].to_i.zero?
         # A Ruby whose startup allocates less than its first heap holds (4.1-dev's) runs no GC

@@ -9,9 +9,11 @@
 //!
 //! This file holds the clock: the thread, the postponed job's handle, `start`/`stop` and the
 //! generation that ends a thread, with their statics. What the job decides at a tick (the
-//! deferral's limits, budget runs and end, and their statics) is in [`deferral`].
+//! deferral's limits, budget runs and end, and their statics) is in [`deferral`], what it reads of
+//! the process in [`process`].
 
 mod deferral;
+mod process;
 
 use std::ffi::{c_uint, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,12 +39,13 @@ static TICKER: Mutex<bool> = Mutex::new(false);
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static HANDLE: AtomicU64 = AtomicU64::new(INVALID_HANDLE as u64);
 
-/// `BootGC.start`'s limits: `[tick_ms, mark (0: none), max_seconds, budget, cap, page_size]`.
-pub type Limits = (u64, u64, f64, i64, i64, i64);
+/// `BootGC.start`'s limits: `[tick_ms, mark (0: none), max_seconds, budget, cap, page_size,
+/// headroom]` (headroom: descriptors that must stay free, 0 where Ruby collects for them itself).
+pub type Limits = (u64, u64, f64, i64, i64, i64, i64);
 
 /// Starts the clock and the deferral's tick (with the GVL). True when it runs.
 pub fn start(receiver: VALUE, loadscan: VALUE, limits: Limits) -> bool {
-    let (tick_ms, mark, max_seconds, budget, cap, page_size) = limits;
+    let (tick_ms, mark, max_seconds, budget, cap, page_size, headroom) = limits;
     let mut ticker = TICKER.lock().unwrap_or_else(|e| e.into_inner());
     if *ticker {
         return true;
@@ -60,7 +63,7 @@ pub fn start(receiver: VALUE, loadscan: VALUE, limits: Limits) -> bool {
         }
         HANDLE.store(h as u64, Ordering::Release);
     }
-    deferral::begin(mark, max_seconds, budget, cap, page_size);
+    deferral::begin(mark, max_seconds, budget, cap, page_size, headroom);
     let handle = HANDLE.load(Ordering::Acquire) as c_uint;
     let generation = GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
     let spawned = std::thread::Builder::new().name("loadscan-gc".into()).stack_size(64 << 10).spawn(move || {

@@ -6,9 +6,10 @@
 //! method returns, so any Ruby code in it would take an exception raised into the thread
 //! (`Thread#raise`, `Timeout`) that Ruby's runner of postponed jobs then drops, and its IO would go
 //! through the program's Fiber scheduler (which may switch fibers there). It reads GC's figures
-//! (`rb_gc_stat`), the anonymous resident size (/proc, read here), the clock and two instance variables;
-//! it may run one `rb_gc_start` (a budget run: finalizers run inside it with interrupts held
-//! back, as Ruby runs them) and, when it ends the deferral, `rb_gc_enable`. What is left of the end
+//! (`rb_gc_stat`), the anonymous resident size and the open descriptors (/proc, read here), their
+//! soft limit, the clock and two instance variables;
+//! it may run one `rb_gc_start` (a budget run, with GC enabled for it: finalizers run inside it
+//! with interrupts held back, as Ruby runs them) and, when it ends the deferral, `rb_gc_enable`. What is left of the end
 //! for Ruby (GC's own methods back) is done by `BootGC` at its next call, from [`state`].
 
 use std::ffi::{c_char, c_void, CStr};
@@ -17,6 +18,8 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use rb_sys::{ID, VALUE};
+
+use super::process::{fd_limit, open_fds, rss};
 
 /// The limits `BootGC.start` gives (its constants) and where its budget counts from.
 struct Deferral {
@@ -30,10 +33,14 @@ struct Deferral {
     cap: i64,
     page_size: i64,
     setup_rss: i64,
-    /// At the last GC: `GC.count`, the resident size, heap pages.
+    /// Descriptors that must stay free below the soft limit, or 0 (a Ruby that collects for an
+    /// `open` that ran out of them while GC is disabled: 3.4 and later).
+    headroom: i64,
+    /// At the last GC: `GC.count`, the resident size, heap pages, open descriptors.
     count: u64,
     rss: i64,
     pages: i64,
+    fds: i64,
     /// Budget runs in a row that Ruby's own allocation did not call for.
     unaccounted: u32,
 }
@@ -41,6 +48,8 @@ struct Deferral {
 /// The deferral while it goes on (the job and `BootGC`'s calls, all with the GVL: never waited for).
 static DEFERRAL: Mutex<Option<Deferral>> = Mutex::new(None);
 static BUDGET_RUNS: AtomicU64 = AtomicU64::new(0);
+/// Descriptors opened since the last GC that make a budget run.
+const FD_BUDGET: i64 = 256;
 /// `Loadscan::BootGC`, `Loadscan`, and the end the job made, `[why, GC.stat, GC.latest_gc_info,
 /// monotonic seconds]` or nil: registered with Ruby's GC (the modules are never freed).
 static mut RECEIVER: VALUE = rb_sys::Qnil as VALUE;
@@ -64,20 +73,6 @@ fn lock() -> std::sync::MutexGuard<'static, Option<Deferral>> {
     DEFERRAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The process's anonymous resident size in bytes (/proc/self/status's RssAnon: heap pages,
-/// malloc, fiber stacks), VmRSS where the kernel has no RssAnon (before 4.5), 0 where unreadable.
-/// Pages of mapped files (shared libraries, the compile cache's store) are not counted: no GC
-/// frees them, and the kernel can drop them.
-pub fn rss() -> i64 {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return 0 };
-    let kb = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok()))
-    };
-    kb("RssAnon:").or_else(|| kb("VmRSS:")).map_or(0, |kb| kb << 10)
-}
-
 /// Seconds of `CLOCK_MONOTONIC`, as Ruby's `Process.clock_gettime(Process::CLOCK_MONOTONIC)`.
 fn monotonic() -> f64 {
     crate::sys::clock_ns(crate::sys::CLOCK_MONOTONIC) as f64 / 1e9
@@ -91,6 +86,7 @@ enum End {
     Rails,
     Cap,
     Memory,
+    Files,
 }
 
 impl End {
@@ -101,6 +97,7 @@ impl End {
             End::Rails => c"rails",
             End::Cap => c"cap",
             End::Memory => c"memory",
+            End::Files => c"files",
         }
     }
 }
@@ -120,10 +117,17 @@ pub(super) unsafe extern "C" fn job(_: *mut c_void) {
         Step::Wait => return,
         Step::End(why) => why,
         Step::Run => {
-            unsafe { rb_sys::rb_gc_start() };
+            // GC is enabled for the run: Ruby 3.3's `rb_gc_start` does nothing while it is disabled
+            // (3.4's runs). Disabled again after it unless the deferral ended meanwhile (then GC
+            // is as its end left it).
+            unsafe {
+                rb_sys::rb_gc_enable();
+                rb_sys::rb_gc_start();
+            }
             let mut guard = lock();
             let Some(d) = guard.as_mut() else { return };
-            mark_gc(d, rss());
+            unsafe { rb_sys::rb_gc_disable() };
+            mark_gc(d, rss(), open_fds());
             if d.unaccounted < 2 {
                 return;
             }
@@ -198,32 +202,42 @@ fn rails_initialized() -> bool {
 }
 
 /// One full GC when Ruby allocated `budget` since the last GC (any GC), in heap pages and malloc,
-/// or when the resident size grew by `budget` since then; `Cap` when it grew by `cap` since setup;
-/// `Memory` after the second run in a row that Ruby's own allocation did not call for ([`job`]).
+/// when the resident size grew by `budget` since then, or when FD_BUDGET more descriptors are open
+/// than then (Files and sockets left to GC are closed by it); `Cap` when the resident size grew by
+/// `cap` since setup; `Files` when fewer than `headroom` descriptors are left below the soft limit
+/// (Ruby 3.3 does not collect for an `open` that runs out of them while GC is disabled: it would
+/// fail where stock's GC would have closed the Files left to it); `Memory` after the second run in
+/// a row that neither Ruby's own allocation nor the descriptors called for ([`job`]).
 /// No run while the app has GC disabled (it would be a GC the app turned off).
 fn budget(d: &mut Deferral, app_disabled: bool) -> Step {
     let now = rss();
+    let fds = open_fds();
     if unsafe { rb_sys::rb_gc_count() } != d.count {
-        mark_gc(d, now);
+        mark_gc(d, now, fds);
     }
     if now - d.setup_rss >= d.cap {
         return Step::End(End::Cap);
+    }
+    if d.headroom > 0 && fd_limit().saturating_sub(fds) < d.headroom {
+        return Step::End(End::Files);
     }
     if app_disabled {
         return Step::Wait;
     }
     let made = stat(c"malloc_increase_bytes") + (stat(c"heap_allocated_pages") - d.pages) * d.page_size;
-    if made < d.budget && now - d.rss < d.budget {
+    let files = fds - d.fds >= FD_BUDGET;
+    if made < d.budget && now - d.rss < d.budget && !files {
         return Step::Wait;
     }
     BUDGET_RUNS.fetch_add(1, Ordering::Relaxed);
-    d.unaccounted = if made < d.budget { d.unaccounted + 1 } else { 0 };
+    d.unaccounted = if made < d.budget && !files { d.unaccounted + 1 } else { 0 };
     Step::Run
 }
 
-fn mark_gc(d: &mut Deferral, rss: i64) {
+fn mark_gc(d: &mut Deferral, rss: i64, fds: i64) {
     d.count = unsafe { rb_sys::rb_gc_count() };
     d.rss = rss;
+    d.fds = fds;
     d.pages = stat(c"heap_allocated_pages");
 }
 
@@ -291,7 +305,7 @@ pub(super) fn hold(receiver: VALUE, loadscan: VALUE) {
 }
 
 /// Begins the deferral with `BootGC.start`'s limits: its budget counts from now.
-pub(super) fn begin(mark: u64, max_seconds: f64, budget: i64, cap: i64, page_size: i64) {
+pub(super) fn begin(mark: u64, max_seconds: f64, budget: i64, cap: i64, page_size: i64, headroom: i64) {
     let now = rss();
     let mut d = Deferral {
         mark,
@@ -301,12 +315,14 @@ pub(super) fn begin(mark: u64, max_seconds: f64, budget: i64, cap: i64, page_siz
         cap,
         page_size,
         setup_rss: now,
+        headroom,
         count: 0,
         rss: 0,
         pages: 0,
+        fds: 0,
         unaccounted: 0,
     };
-    mark_gc(&mut d, now);
+    mark_gc(&mut d, now, open_fds());
     *lock() = Some(d);
     BUDGET_RUNS.store(0, Ordering::Relaxed);
 }

@@ -1,0 +1,41 @@
+//! What the GC deferral's tick reads of the process, from /proc and the C library: its anonymous
+//! resident size, the descriptors it has open and their soft limit. Each is a number where
+//! unreadable (0, or no limit), so a tick never fails on them.
+
+/// The process's anonymous resident size in bytes (/proc/self/status's RssAnon: heap pages,
+/// malloc, fiber stacks), VmRSS where the kernel has no RssAnon (before 4.5), 0 where unreadable.
+/// Pages of mapped files (shared libraries, the compile cache's store) are not counted: no GC
+/// frees them, and the kernel can drop them.
+pub(super) fn rss() -> i64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return 0 };
+    let kb = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok()))
+    };
+    kb("RssAnon:").or_else(|| kb("VmRSS:")).map_or(0, |kb| kb << 10)
+}
+
+/// Descriptors this process has open (/proc/self/fd's entries, less the one reading it), 0 where
+/// unreadable.
+pub(super) fn open_fds() -> i64 {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |dir| dir.count() as i64 - 1)
+}
+
+/// The soft limit of open descriptors (RLIMIT_NOFILE), `i64::MAX` where unlimited or unknown.
+pub(super) fn fd_limit() -> i64 {
+    #[repr(C)]
+    struct Rlimit {
+        cur: u64,
+        max: u64,
+    }
+    extern "C" {
+        fn getrlimit(resource: std::ffi::c_int, rlim: *mut Rlimit) -> std::ffi::c_int;
+    }
+    const RLIMIT_NOFILE: std::ffi::c_int = 7;
+    let mut r = Rlimit { cur: u64::MAX, max: u64::MAX };
+    if unsafe { getrlimit(RLIMIT_NOFILE, &mut r) } != 0 {
+        return i64::MAX;
+    }
+    i64::try_from(r.cur).unwrap_or(i64::MAX)
+}
