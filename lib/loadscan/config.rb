@@ -27,9 +27,10 @@ module Loadscan
   #                               directory so named, at any depth) or an absolute path; default
   #                               node_modules; empty: none (dot-directories are never listed)
   #   LOADSCAN_GC=auto            GC deferred from setup to the end of the boot (Ruby 3.4+ on
-  #                               Linux: Loadscan::BootGC) where the boot has a known end: a
-  #                               Rails app set up from config/boot.rb, or a program whose last
-  #                               boot said it had booted (`Loadscan.booted!`); the default.
+  #                               Linux, 3.3 with descriptors to spare: Loadscan::BootGC) where
+  #                               the boot has a known end: a Rails app set up from
+  #                               config/boot.rb, or a program whose last boot said it had
+  #                               booted (`Loadscan.booted!`); the default.
   #                               on (or 1/true/yes): for every program; off (0/false/no): never
   #   LOADSCAN_REQUIRE_NATIVE=1   at install of the source gem (extconf.rb), not at boot: fail
   #                               when the Rust toolchain is missing instead of installing
