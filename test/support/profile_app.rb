@@ -222,8 +222,12 @@ module Loadscan
       # An entry's own time without GC (Tree.own), as the rankings order them.
       def own(entry) = entry["self_wall"] - entry["self_gc"]
 
-      # Milliseconds as the page shows them.
-      def page_ms(value) = format("%.1f ms", value.round(1).zero? ? 0.0 : value)
+      # Milliseconds as the page shows them: its ms() rounds with Math.round(v * 10) / 10, which is
+      # floor(x + 0.5), not printf's rounding of the binary value (80.85 is 80.9 there, 80.8 here).
+      def page_ms(value)
+        r = ((value * 10) + 0.5).floor / 10.0
+        format("%.1f ms", r.zero? ? 0.0 : r)
+      end
 
       # The first row of the page's "files by own time": [label, gem, own time as shown].
       def first_entry(dom)
