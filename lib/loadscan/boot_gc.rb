@@ -154,7 +154,9 @@ module Loadscan
         @app_disabled = false
         @deferred = @deferring = false
         @ended = nil
-        @not_deferred = why_not(mode, last_end, rails) and return
+        # Descriptors are counted only where this Ruby needs them free (3.3), not on every setup.
+        free = files_free if files_headroom.positive?
+        @not_deferred = why_not(mode, last_end, rails, files_free: free) and return
         # All of it or none, as end_deferral.
         Thread.handle_interrupt(Object => :never) { defer }
       end
@@ -259,9 +261,10 @@ module Loadscan
 
       # Why GC is not deferred in this process (`mode`, `last_end`, `rails`: as `start`'s), or nil:
       # the decision alone, from what it reads of the process (`ruby`, `linux`: /proc readable,
-      # `ractors`: Ractor.count, `files_free`: descriptors free below the soft limit).
+      # `ractors`: Ractor.count, `files_free`: descriptors free below the soft limit, nil where
+      # unknown or not counted).
       def why_not(mode, last_end, rails, ruby: RUBY_VERSION, linux: File.readable?("/proc/self/status"), ractors: Ractor.count,
-                  files_free: self.files_free)
+                  files_free: nil)
         return "off" if mode == false
         return "Ruby #{ruby} (3.3 and later on Linux only)" unless supported?(ruby: ruby, linux: linux)
         if files_free && files_free < files_headroom(ruby)
