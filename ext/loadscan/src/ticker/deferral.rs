@@ -6,11 +6,11 @@
 //! method returns, so any Ruby code in it would take an exception raised into the thread
 //! (`Thread#raise`, `Timeout`) that Ruby's runner of postponed jobs then drops, and its IO would go
 //! through the program's Fiber scheduler (which may switch fibers there). It reads GC's figures
-//! (`rb_gc_stat`), the anonymous resident size and the open descriptors (/proc, read here), their
-//! soft limit, the clock and two instance variables;
-//! it may run one `rb_gc_start` (a budget run, with GC enabled for it: finalizers run inside it
-//! with interrupts held back, as Ruby runs them) and, when it ends the deferral, `rb_gc_enable`. What is left of the end
-//! for Ruby (GC's own methods back) is done by `BootGC` at its next call, from [`state`].
+//! (`rb_gc_stat`), the anonymous resident size and the open descriptors with their soft limit
+//! ([`super::process`]), the clock and two instance variables; it may run one `rb_gc_start` (a
+//! budget run, with GC enabled for it: finalizers run inside it with interrupts held back, as Ruby
+//! runs them) and, when it ends the deferral, `rb_gc_enable`. What is left of the end for Ruby
+//! (GC's own methods back) is done by `BootGC` at its next call, from [`state`].
 
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
