@@ -184,7 +184,7 @@ module Loadscan
       # process's, as it was asked (`bundle exec loadscan profile -- rspec`: rspec under Bundler).
       def child_env
         env = @own_command ? {} : ChildBoot.app_env(@env)
-        rubyopt = (@own_command ? @env : env)["RUBYOPT"]
+        rubyopt = @own_command ? @env["RUBYOPT"] : env["RUBYOPT"]
         start = File.expand_path("../profile/boot/start.rb", __dir__)
         env.merge("LOADSCAN_PROFILE" => @json_path, "LOADSCAN_PROFILE_PARENT" => Process.pid.to_s,
                   "RUBYOPT" => "-r#{start} #{rubyopt}".strip)

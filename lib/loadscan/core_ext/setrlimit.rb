@@ -6,11 +6,12 @@ module Loadscan
     # deferral at once (BootGC, `files`): on Ruby 3.3 an `open` that runs out of descriptors
     # while GC is disabled fails, where stock's GC would have closed the Files left to it, and
     # the next tick may come after the program's next opens. Attached where GC is deferred on such
-    # a Ruby; after the boot it only calls Ruby's own.
+    # a Ruby; after the boot, and in another Ractor (the deferral's state is the main Ractor's),
+    # it only calls Ruby's own.
     module SetRlimit
       def setrlimit(...)
         result = super
-        BootGC.check_files if BootGC.deferring?
+        BootGC.check_files if Ractor.current == Ractor.main && BootGC.deferring?
         result
       end
 
