@@ -52,9 +52,12 @@ results = opts[:envs].to_h do |rails_env|
   [rails_env, { profiled: profiled, cpu: cpu, counted: counted }]
 end
 
+# One round has no interval: its ratio alone.
 fmt_ratio = lambda do |a, b|
+  next "1" if a.equal?(b)
+
   r = Stats.paired_ratio(a, b)
-  a.equal?(b) ? "1" : format("%.2f [%.2f–%.2f]", r[:ratio], r[:lo], r[:hi])
+  r ? format("%.2f [%.2f–%.2f]", r[:ratio], r[:lo], r[:hi]) : format("%.2f", a[0] / b[0])
 end
 rows = results.flat_map do |rails_env, r|
   r[:cpu].map do |name, t|
@@ -84,6 +87,12 @@ results.each do |rails_env, r|
   counts = r[:counted].values_at("loadscan_first_alone", "load_path_half").map { |c| c && c[:instructions] }
   instr = counts.all? ? format("instructions %.3f, ", counts[0].fdiv(counts[1])) : ""
   text += "\n#{rails_env}: first line alone / load-path half: #{instr}CPU #{fmt_ratio.(first, half)}"
+end
+results.each do |rails_env, r|
+  next if r[:counted].empty?
+
+  off = App.gc_check(r[:counted], r[:profiled])
+  text += "\n#{rails_env}: GC deferral's [end, budget runs] under callgrind #{off ? "differ from the plain boots': #{off}" : "as in the plain boots"}"
 end
 text += "\nload average at the end #{File.read("/proc/loadavg").split.first(3).join(" ")}"
 puts text

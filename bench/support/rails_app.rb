@@ -118,8 +118,15 @@ module Bench
     # Bootsnap's load-path cache rebuilds itself when older than AGE_THRESHOLD (30 s of the
     # process's life) at a `require` (full Bootsnap counted 2,263–2,299 M, allocations differing
     # by 1,700 objects, where loadscan's boot repeats to 0.05%), and loadscan's GC deferral ends
-    # after BootGC::MAX_SECONDS (60 s). Counted boots (PIN) raise both to an hour.
+    # after BootGC::MAX_SECONDS (60 s). Counted boots (PIN) raise both to an hour. And callgrind's
+    # own memory is resident in the process: loadscan's deferral would take its growth for the
+    # app's and run (and end) early, so counted boots raise BootGC::RESIDENT_BUDGET too; the
+    # table's GC runs of each counted boot are checked against its profiled boot's (`gc_check`).
     PINS = <<~RUBY
+      if ENV["BENCH_PIN_RESIDENT"] && defined?(Loadscan::BootGC::RESIDENT_BUDGET)
+        Loadscan::BootGC.send(:remove_const, :RESIDENT_BUDGET)
+        Loadscan::BootGC.const_set(:RESIDENT_BUDGET, Integer(ENV["BENCH_PIN_RESIDENT"]))
+      end
       if (pin = ENV["BENCH_PIN_SECONDS"])
         if defined?(Bootsnap::LoadPathCache) && Bootsnap::LoadPathCache.enabled?
           Bootsnap::LoadPathCache::Cache.send(:remove_const, :AGE_THRESHOLD)
@@ -131,7 +138,7 @@ module Bench
         end
       end
     RUBY
-    PIN = { "BENCH_PIN_SECONDS" => "3600" }.freeze
+    PIN = { "BENCH_PIN_SECONDS" => "3600", "BENCH_PIN_RESIDENT" => (4 << 30).to_s }.freeze
 
     # The boots of `bin/rails runner CODE` in `rails_env` (BOOTS: those without Bootsnap where this
     # Ruby's stack has none), as Variants (cache dirs per boot and environment; `only`: names to keep;
@@ -175,8 +182,19 @@ module Bench
     def instructions(variants, tag, jobs:)
       outs = variants.to_h { |v| [v.name, report_path(v, "#{tag}-callgrind")] }
       counted = variants.map { |v| v.dup.tap { |c| c.env = v.env.merge(report_env(outs[v.name], false), PIN) } }
-      counts = Instructions.count_all(counted, "rails-#{tag}", jobs: jobs)
+      counts = Instructions.count_all(counted, "rails-#{RUBY_VERSION}-#{tag}", jobs: jobs)
       counts.to_h { |name, n| [name, { instructions: n, report: load_report(outs[name]) }] }
+    end
+
+    # The boots whose GC deferral ended otherwise, or after other budget runs, under callgrind than
+    # in their plain profiled boot: "loadscan_first: memory after 2 counted, rails after 1 plain",
+    # or nil when all match.
+    def gc_check(counted, profiled)
+      off = counted.filter_map do |name, c|
+        n, plain = c[:report][:deferral], profiled[name][:deferral]
+        "#{name}: #{n.inspect} counted, #{plain.inspect} plain" if n != plain
+      end
+      off.empty? ? nil : off.join("; ")
     end
 
     # "17 (12 minor, 5 major: nofree, oldgen×4)": a report's GC runs, with the causes of the major

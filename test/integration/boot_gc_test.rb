@@ -238,6 +238,28 @@ class BootGCTest < Minitest::Test
     end
   end
 
+  # Anonymous memory Ruby does not count (a mapped IO::Buffer: 128 MiB touched) makes a budget run
+  # when it grows by RESIDENT_BUDGET, which the tick reads each time: raised after setup (as the
+  # benchmark's counted boots do, callgrind's memory being resident too), it makes none.
+  def test_the_resident_budget_is_read_at_every_tick
+    body = <<~RUBY
+      Warning[:experimental] = false # IO::Buffer
+      if ENV["APP_RESIDENT_BUDGET"]
+        Loadscan::BootGC.send(:remove_const, :RESIDENT_BUDGET)
+        Loadscan::BootGC.const_set(:RESIDENT_BUDGET, Integer(ENV["APP_RESIDENT_BUDGET"]))
+      end
+      buffer = IO::Buffer.new(128 << 20, IO::Buffer::MAPPED)
+      buffer.clear(1)
+      sleep 0.2 # ten ticks
+      booted!
+      report(gc_figures&.slice(:deferred, :budget_runs, :ended_by))
+    RUBY
+    default = boot(body)
+    assert_equal [true, 1, "booted"], default.values_at(:deferred, :budget_runs, :ended_by), default.inspect
+    raised = boot(body, env: { "APP_RESIDENT_BUDGET" => (1 << 30).to_s })
+    assert_equal [true, 0, "booted"], raised.values_at(:deferred, :budget_runs, :ended_by), raised.inspect
+  end
+
   # Files left to GC keep their descriptors until a GC closes them: 256 more open than at the
   # last GC make a budget run, which closes those no longer referenced (stock's GCs would have).
   def test_files_left_to_gc_make_a_budget_run
