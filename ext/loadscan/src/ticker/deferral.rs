@@ -57,15 +57,26 @@ static mut LOADSCAN: VALUE = rb_sys::Qnil as VALUE;
 static mut ENDED: VALUE = rb_sys::Qnil as VALUE;
 static mut REGISTERED: bool = false;
 
-fn id(name: &CStr) -> ID {
-    unsafe { rb_sys::rb_intern(name.as_ptr()) }
+/// The names the tick looks up, interned once each (by the literal's address): a name interned
+/// from C is never freed, and the tick asks for some ten at each of its runs.
+static IDS: Mutex<Vec<(usize, ID)>> = Mutex::new(Vec::new());
+
+fn id(name: &'static CStr) -> ID {
+    let mut ids = IDS.lock().unwrap_or_else(|e| e.into_inner());
+    let key = name.as_ptr() as usize;
+    if let Some(&(_, id)) = ids.iter().find(|(k, _)| *k == key) {
+        return id;
+    }
+    let id = unsafe { rb_sys::rb_intern(name.as_ptr()) };
+    ids.push((key, id));
+    id
 }
 
-fn sym(name: &CStr) -> VALUE {
+fn sym(name: &'static CStr) -> VALUE {
     unsafe { rb_sys::rb_id2sym(id(name)) }
 }
 
-fn stat(key: &CStr) -> i64 {
+fn stat(key: &'static CStr) -> i64 {
     unsafe { rb_sys::rb_gc_stat(sym(key)) as i64 }
 }
 
@@ -165,7 +176,7 @@ fn check(d: &mut Deferral, app_disabled: bool) -> Step {
 
 /// `BootGC::<name>` as it is now (a Float or a Fixnum), else `default`: MAX_SECONDS and
 /// RESIDENT_BUDGET, which a benchmark's counted boots raise after setup.
-fn constant(name: &CStr, default: f64) -> f64 {
+fn constant(name: &'static CStr, default: f64) -> f64 {
     unsafe {
         let name = id(name);
         if rb_sys::rb_const_defined_at(RECEIVER, name) == 0 {

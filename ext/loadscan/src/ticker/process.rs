@@ -2,18 +2,28 @@
 //! resident size, the descriptors it has open and their soft limit. Each is a number where
 //! unreadable (0, or no limit), so a tick never fails on them.
 
-/// The process's anonymous resident size in bytes (/proc/self/status's RssAnon: heap pages,
-/// malloc, fiber stacks), VmRSS where the kernel has no RssAnon (before 4.5), 0 where unreadable.
+/// The process's anonymous resident size in bytes (heap pages, malloc, fiber stacks): from
+/// /proc/self/statm, its resident pages less the shared ones (RssFile + RssShmem), which is
+/// /proc/self/status's RssAnon, read from one short line instead of forty; 0 where unreadable.
 /// Pages of mapped files (shared libraries, the compile cache's store) are not counted: no GC
 /// frees them, and the kernel can drop them.
 pub(super) fn rss() -> i64 {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return 0 };
-    let kb = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok()))
-    };
-    kb("RssAnon:").or_else(|| kb("VmRSS:")).map_or(0, |kb| kb << 10)
+    let Ok(statm) = std::fs::read_to_string("/proc/self/statm") else { return 0 };
+    let mut pages = statm.split_ascii_whitespace().skip(1).map(|v| v.parse::<i64>().ok());
+    let (Some(Some(resident)), Some(Some(shared))) = (pages.next(), pages.next()) else { return 0 };
+    (resident - shared).max(0) * page_size()
+}
+
+fn page_size() -> i64 {
+    extern "C" {
+        // A C long: 64 bits on the Linux targets the gem is built for (x86_64, aarch64).
+        fn sysconf(name: std::ffi::c_int) -> i64;
+    }
+    const SC_PAGESIZE: std::ffi::c_int = 30;
+    match unsafe { sysconf(SC_PAGESIZE) } {
+        n if n > 0 => n,
+        _ => 4096,
+    }
 }
 
 /// Descriptors this process has open (/proc/self/fd's entries, less the one reading it), 0 where
