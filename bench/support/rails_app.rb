@@ -189,8 +189,8 @@ module Bench
     end
 
     # The boots whose GC deferral ended otherwise, or after other budget runs, under callgrind than
-    # in their plain profiled boot: "loadscan_first: memory after 2 counted, rails after 1 plain",
-    # or nil when all match.
+    # in their plain profiled boot: 'loadscan_first: ["memory", 2] counted, ["rails", 1] plain', or
+    # nil when all match.
     def gc_check(counted, profiled)
       off = counted.filter_map do |name, c|
         n, plain = c[:report][:deferral], profiled[name][:deferral]

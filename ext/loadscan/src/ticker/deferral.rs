@@ -238,8 +238,7 @@ fn budget(d: &mut Deferral, app_disabled: bool) -> Step {
     }
     let made = stat(c"malloc_increase_bytes") + (stat(c"heap_allocated_pages") - d.pages) * d.page_size;
     let files = fds - d.fds >= FD_BUDGET;
-    let resident = constant(c"RESIDENT_BUDGET", d.budget as f64) as i64;
-    if made < d.budget && now - d.rss < resident && !files {
+    if made < d.budget && !files && now - d.rss < constant(c"RESIDENT_BUDGET", d.budget as f64) as i64 {
         return Step::Wait;
     }
     BUDGET_RUNS.fetch_add(1, Ordering::Relaxed);
