@@ -5,11 +5,12 @@ module Loadscan
   # what each `require`, `require_relative`, `load` and autoload of the boot cost, as a tree.
   #
   # While a profile records, methods put in place of Kernel's (Profile::Hooks) time each of those
-  # calls in the thread that started it: wall clock, process CPU, objects allocated and GC time,
-  # on the way in and on the way out. A call that loaded nothing (`require` answering false)
-  # leaves no entry: its moment stays its caller's. Bundler's setup and require and Rails'
-  # initializers are entries too (Profile::Phases). The recorder keeps flat arrays;
-  # Profile::Tree makes the tree, the self figures and the gems.
+  # calls in the thread that started it: wall clock, process CPU, objects allocated and GC time
+  # (GC's wall time, with the extension: `gc_time`), on the way in and on the way out. A call
+  # that loaded nothing (`require` answering false) leaves no entry: its moment stays its
+  # caller's. Bundler's setup and require and Rails' initializers are entries too
+  # (Profile::Phases). The recorder keeps flat arrays; Profile::Tree makes the tree, the self
+  # figures and the gems.
   #
   # Off, nothing of this is loaded. Once a profile has run in a process, `require` keeps one
   # branch more (`Profile.current` is nil): the hooks stay (see Profile::Hooks).
@@ -193,6 +194,8 @@ module Loadscan
       @nodes = []
       @stack = []
       @tree = nil
+      native = Sampler.native
+      @gc_clock = native if native.respond_to?(:start_gc_clock) && native.start_gc_clock(GC.total_time)
       enter(:boot, name, nil)
       startup_node if startup
     end
@@ -222,6 +225,7 @@ module Loadscan
       return if @tree
 
       leave(@stack.first) until @stack.empty?
+      @gc_clock&.stop_gc_clock
       self.class.stopped(self)
       samples = Sampler.stop if @sampling
       require_relative "profile/tree"
@@ -239,12 +243,12 @@ module Loadscan
       first = @nodes.size
       mine = Thread.current.equal?(@thread) && !@tree
       wall0 = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
-      root = [:boot, name, nil, nil, wall0, cpu_at(wall0), GC.stat(:total_allocated_objects), GC.total_time, nil]
+      root = [:boot, name, nil, nil, wall0, cpu_at(wall0), GC.stat(:total_allocated_objects), gc_time, nil]
       begin
         yield
       ensure
         wall1 = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
-        root.push(wall1, cpu_at(wall1), GC.stat(:total_allocated_objects), GC.total_time)
+        root.push(wall1, cpu_at(wall1), GC.stat(:total_allocated_objects), gc_time)
       end
       nodes = mine ? @nodes.drop(first).map { |n| n.dup.tap { |c| c[PARENT] = c[PARENT] >= first ? c[PARENT] - first + 1 : 0 } } : []
       require_relative "profile/tree"
@@ -273,7 +277,7 @@ module Loadscan
     def enter(kind, label, file)
       index = @nodes.size
       wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
-      @nodes << [kind, label, file, @stack.last, wall, cpu_at(wall), GC.stat(:total_allocated_objects), GC.total_time, label,
+      @nodes << [kind, label, file, @stack.last, wall, cpu_at(wall), GC.stat(:total_allocated_objects), gc_time, label,
                  nil, nil, nil, nil]
       @stack << index
       index
@@ -292,7 +296,7 @@ module Loadscan
       wall = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
       cpu = cpu_at(wall)
       alloc = GC.stat(:total_allocated_objects)
-      gc = GC.total_time
+      gc = gc_time
       while (top = @stack.pop)
         node = @nodes[top]
         node[FEATURE] = nil # the object itself is kept only while open
@@ -311,6 +315,12 @@ module Loadscan
     end
 
     private
+
+    # GC's time so far (ns): its wall time from the extension's GC clock while this profile
+    # records (ext/loadscan/src/profile/gc_clock.rs: the time in GC is then what an entry's wall
+    # time loses to it, and its own time is wall less GC on one clock), else Ruby's GC.total_time
+    # (the process's CPU time in GC: where a loaded machine pauses GC, its own time holds that).
+    def gc_time = @gc_clock ? @gc_clock.gc_clock : GC.total_time
 
     # The process's CPU time at `wall` (nanoseconds): read (a system call, the profile's dearest
     # figure) unless the last reading is younger than CPU_FRESH_NS of wall time, then that

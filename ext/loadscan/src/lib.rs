@@ -9,7 +9,7 @@
 //! - `convert.rs`: every conversion of an answer, figure or problem to Ruby; `options.rs`:
 //!   `start`'s keywords; `hooks.rs`: the callables told what happens; `nogvl.rs`: the GVL; `ticker.rs`: the GC
 //!   deferral's clock (its decisions in `ticker/deferral.rs`); `profile/`: the boot profile's file,
-//!   from its entries, and its stack sampler.
+//!   from its entries, its stack sampler and its GC clock.
 
 mod compile_cache;
 mod convert;
@@ -63,6 +63,9 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("speedscope", function!(profile::speedscope::speedscope, 4))?;
     native.define_module_function("start_sampler", function!(profile::sampler::start, 2))?;
     native.define_module_function("stop_sampler", function!(profile::sampler::stop, 0))?;
+    native.define_module_function("start_gc_clock", function!(profile::gc_clock::start, 1))?;
+    native.define_module_function("gc_clock", function!(profile::gc_clock::now, 0))?;
+    native.define_module_function("stop_gc_clock", function!(profile::gc_clock::stop, 0))?;
     native.define_module_function("copy_xattrs", function!(native::copy_xattrs, 2))?;
     native.define_module_function("compile_cache_start", function!(compile_cache::start, 4))?;
     native.define_module_function("compile_cache_flags=", function!(compile_cache::set_flags, 1))?;

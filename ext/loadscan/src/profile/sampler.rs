@@ -100,8 +100,16 @@ unsafe extern "C" fn job(_: *mut c_void) {
     let wall = clock(CLOCK_MONOTONIC);
     let cpu = clock(CLOCK_PROCESS_CPUTIME_ID);
     let allocated = rb_gc_stat(ALLOCATED) as i64;
-    let gc = rb_sys::rb_funcallv(rb_sys::rb_mGC, TOTAL_TIME, 0, std::ptr::null());
-    let gc = if gc & 1 == 1 { gc } else { fixnum(0) };
+    let gc = if super::gc_clock::running() {
+        fixnum(super::gc_clock::now()) // the profile's own GC clock (gc_clock.rs), where it runs
+    } else {
+        let gc = rb_sys::rb_funcallv(rb_sys::rb_mGC, TOTAL_TIME, 0, std::ptr::null());
+        if gc & 1 == 1 {
+            gc
+        } else {
+            fixnum(0)
+        }
+    };
     for v in [fixnum(wall), fixnum(cpu), fixnum(allocated), gc, fixnum(kept.len() as i64)] {
         rb_sys::rb_ary_push(BUFFER, v);
     }
