@@ -225,9 +225,9 @@ module Loadscan
       return if @tree
 
       leave(@stack.first) until @stack.empty?
-      @gc_clock&.stop_gc_clock
       self.class.stopped(self)
       samples = Sampler.stop if @sampling
+      @gc_clock&.stop_gc_clock # (after the sampler: a sample reads the same clock)
       require_relative "profile/tree"
       @tree = Tree.new(@name, @nodes, samples: samples)
     end
