@@ -12,10 +12,10 @@ module Loadscan
     # checkout pulled without `rake compile`) and is not used: loadscan stays off with one
     # warning. (native_test checks these lists against what the extension defines.)
     FUNCTIONS = %i[start stop save finish set_readonly relist_racy read_last_boot clear_cache lookup problems stats
-                   probes explain stems unseeded_hash hold_for_fork release_after_fork start_ticker stop_ticker ticker_state
-                   speedscope start_sampler stop_sampler copy_xattrs compile_cache_start compile_cache_flags=
-                   compile_cache_stop compile_cache_compiled compile_cache_pending compile_cache_source compile_cache_finish
-                   compile_cache_stats].freeze
+                   probes explain stems unseeded_hash hold_for_fork release_after_fork start_ticker stop_ticker
+                   ticker_state speedscope start_sampler stop_sampler start_gc_clock gc_clock stop_gc_clock
+                   copy_xattrs compile_cache_start compile_cache_flags= compile_cache_stop compile_cache_compiled
+                   compile_cache_pending compile_cache_source compile_cache_finish compile_cache_stats].freeze
     CONSTANTS = %i[Decorator CompileCache PROBE CACHE_FILE LAST_BOOT_FILE ISEQ_FILE VALIDATIONS PROBLEM_KINDS
                    QUIET_PROBLEM_KINDS SPEEDSCOPE_VERSION DEFAULT_IGNORE_DIRS DEFAULT_LAZY].freeze
 
