@@ -47,10 +47,6 @@ results = opts[:envs].to_h do |rails_env|
   vs = App.variants(rails_env: rails_env, only: opts[:only])
   App.warm(vs)
   profiled = vs.to_h { |v| [v.name, App.report(v, "#{rails_env}-profiled", profile: true)] }
-  # A loadscan boot where loadscan stayed off (no build for this Ruby: `rake compile`) would be
-  # timed as stock's under loadscan's name.
-  off = vs.select { |v| v.env["BENCH_LOADSCAN"] == "1" && profiled[v.name][:hits].nil? }.map(&:name)
-  abort "bench/rails.rb: loadscan was not active in #{off.join(", ")} (its warning is above)" unless off.empty?
   cpu = Bench::Runner.alternate(vs, runs: opts[:rounds], warmup: 0, clock: :cpu)
   counted = opts[:instructions] ? App.instructions(vs, rails_env, jobs: opts[:jobs]) : {}
   [rails_env, { profiled: profiled, cpu: cpu, counted: counted }]

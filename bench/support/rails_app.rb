@@ -164,10 +164,16 @@ module Bench
     end
 
     # The boot report (bench/support/boot_report.rb) of one run; `profile`: with each GC run's cause.
+    # A boot meant to run loadscan where it stayed off (no build for this Ruby: `rake compile`)
+    # stops the bench: it would be timed as stock's under loadscan's name.
     def report(variant, tag, profile: false)
       out = report_path(variant, tag)
       Runner.time_once(variant.env.merge(report_env(out, profile)), variant.argv, chdir: variant.chdir)
-      load_report(out)
+      load_report(out).tap do |r|
+        next unless variant.env["BENCH_LOADSCAN"] == "1" && r[:hits].nil?
+
+        abort "bench: loadscan was not active in the #{variant.name} boot (its warning is above)"
+      end
     end
 
     def report_path(variant, tag)
